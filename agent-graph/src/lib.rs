@@ -1,0 +1,1 @@
+//! The SQLite store: spawn edges, thread index, durable mail and the approval log.

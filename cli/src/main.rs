@@ -1,0 +1,3 @@
+//! `arbor`: the command line of the multi-agent orchestrator.
+
+fn main() {}

@@ -1,0 +1,2 @@
+//! The `ModelClient` trait and its providers: the scripted model, the OpenAI Responses API and
+//! Chat Completions, with retries and backoff.

@@ -1,0 +1,1 @@
+//! Support code for arbor's integration tests lives in `suite/`; this library is empty.

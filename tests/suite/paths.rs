@@ -1,0 +1,1 @@
+//! Agent-path rules through the public API.

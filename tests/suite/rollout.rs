@@ -1,0 +1,1 @@
+//! Rollout files: round trips, torn tails, bad lines.

@@ -1,0 +1,1 @@
+//! The SQLite store: spawn graph, thread index, durable mail, approval log, bad files.
