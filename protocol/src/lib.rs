@@ -18,3 +18,10 @@ pub use rollout::{
 };
 pub use status::AgentStatus;
 pub use time::{Timestamp, TimestampError};
+
+mod tool;
+pub use tool::ToolSpec;
+
+mod policy;
+pub mod text;
+pub use policy::{ApprovalPolicy, SandboxMode};

@@ -1,0 +1,89 @@
+//! The provider-neutral request, response and streaming-event types, and the `ModelClient` seam.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use arbor_protocol::{AgentPath, ResponseItem, ThreadId, ToolSpec, Usage};
+use tokio::sync::mpsc;
+
+/// A boxed, sendable future: what `ModelClient` methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who is asking: providers that route or template by agent (the scripted model) use this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentIdentity {
+    pub thread_id: ThreadId,
+    pub path: AgentPath,
+    pub nickname: Option<String>,
+    pub role: String,
+}
+
+/// One model request: everything the agent sends for one response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    pub agent: AgentIdentity,
+    pub model: String,
+    pub reasoning_effort: Option<String>,
+    /// System/developer instructions (role instructions included).
+    pub instructions: String,
+    /// The agent's history, oldest first, ending with the newest input.
+    pub input: Vec<ResponseItem>,
+    /// Every tool the agent is offered, in a stable order.
+    pub tools: Vec<ToolSpec>,
+    pub parallel_tool_calls: bool,
+}
+
+/// The complete output of one model response.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelResponse {
+    /// Output items in the order the model produced them: messages, reasoning, function calls.
+    pub items: Vec<ResponseItem>,
+    pub usage: Option<Usage>,
+}
+
+/// Progress reported while a response streams in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// An output item is complete: a function call may start running now.
+    ItemDone(ResponseItem),
+    /// A retryable failure; the provider waits `retry_in_ms` and tries again.
+    Retrying { reason: String, retry_in_ms: u64 },
+}
+
+/// Where a provider reports streaming progress. Dropped receivers are fine.
+pub type ModelEvents = mpsc::UnboundedSender<ModelEvent>;
+
+/// Why a response could not be produced. `Display` is the reason shown in `errored: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// The scripted model has no answer (no matching entry, script exhausted).
+    #[error("{0}")]
+    Script(String),
+    /// Retries for 429 responses ran out.
+    #[error("rate_limited")]
+    RateLimited,
+    /// The server answered with an error that retrying will not fix.
+    #[error("model error (http {status}): {message}")]
+    Http { status: u16, message: String },
+    /// The connection failed or the stream broke and retries ran out.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The provider is misconfigured (missing key, bad URL).
+    #[error("model configuration: {0}")]
+    Config(String),
+}
+
+/// A model provider. The scripted model and the HTTP providers all sit behind this trait, and
+/// the orchestrator only ever talks to it.
+pub trait ModelClient: Send + Sync + 'static {
+    /// A short provider name for logs (`script`, `openai`, `chat`).
+    fn provider(&self) -> &str;
+
+    /// Produces one response. Completed output items may be reported early through `events`;
+    /// the returned response always holds every item. Dropping the future cancels the request.
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: &'a ModelEvents,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+}

@@ -1,0 +1,56 @@
+//! Bounding model-visible text: long text keeps its head and tail with a marker between.
+
+/// Cuts `text` to at most about `max_bytes`, keeping the beginning and the end and putting
+/// `…[N bytes truncated]…` in the middle. Never splits a UTF-8 character.
+pub fn truncate_middle(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_string();
+    }
+    let head_len = floor_char_boundary(text, max_bytes / 2);
+    let tail_start = ceil_char_boundary(text, text.len() - (max_bytes - max_bytes / 2));
+    let cut = tail_start - head_len;
+    format!(
+        "{}…[{cut} bytes truncated]…{}",
+        &text[..head_len],
+        &text[tail_start..]
+    )
+}
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_text_is_untouched() {
+        assert_eq!(truncate_middle("hello", 5), "hello");
+    }
+
+    #[test]
+    fn long_text_keeps_head_and_tail() {
+        let text = format!("{}{}", "a".repeat(100), "b".repeat(100));
+        let cut = truncate_middle(&text, 20);
+        assert_eq!(cut, format!("{}…[180 bytes truncated]…{}", "a".repeat(10), "b".repeat(10)));
+    }
+
+    #[test]
+    fn never_splits_a_character() {
+        let text = "é".repeat(50);
+        let cut = truncate_middle(&text, 11);
+        assert!(cut.starts_with("éé…"), "{cut}");
+        assert!(cut.ends_with("…ééé"), "{cut}");
+    }
+}
