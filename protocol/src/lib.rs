@@ -25,3 +25,6 @@ pub use tool::ToolSpec;
 mod policy;
 pub mod text;
 pub use policy::{ApprovalPolicy, SandboxMode};
+
+mod event;
+pub use event::{Event, EventLine};

@@ -1,0 +1,150 @@
+//! The `--json` event stream (cli.md "Output"): one JSON object per line with `type` and `ts`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{AgentPath, AgentStatus, MailId, MailKind, ThreadId, Timestamp, Usage};
+
+/// One event with its time, as printed by `--json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventLine {
+    #[serde(flatten)]
+    pub event: Event,
+    pub ts: Timestamp,
+}
+
+/// Everything the orchestrator reports while it runs, in causal order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "session.started")]
+    SessionStarted { session_id: ThreadId },
+    #[serde(rename = "agent.spawned")]
+    AgentSpawned {
+        path: AgentPath,
+        nickname: Option<String>,
+        role: String,
+        parent: Option<AgentPath>,
+    },
+    #[serde(rename = "turn.started")]
+    TurnStarted { path: AgentPath },
+    #[serde(rename = "agent.message")]
+    AgentMessage { path: AgentPath, text: String },
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        path: AgentPath,
+        call_id: String,
+        name: String,
+        arguments: Value,
+    },
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        path: AgentPath,
+        call_id: String,
+        name: String,
+        output: String,
+    },
+    #[serde(rename = "mail.sent")]
+    MailSent {
+        id: MailId,
+        kind: MailKind,
+        author: AgentPath,
+        recipient: AgentPath,
+        trigger_turn: bool,
+    },
+    #[serde(rename = "mail.delivered")]
+    MailDelivered { id: MailId, recipient: AgentPath },
+    #[serde(rename = "agent.status")]
+    AgentStatus { path: AgentPath, status: AgentStatus },
+    #[serde(rename = "agent.evicted")]
+    AgentEvicted { path: AgentPath },
+    #[serde(rename = "agent.revived")]
+    AgentRevived { path: AgentPath },
+    #[serde(rename = "approval.requested")]
+    ApprovalRequested {
+        id: String,
+        path: AgentPath,
+        action: Value,
+    },
+    #[serde(rename = "approval.decided")]
+    ApprovalDecided {
+        id: String,
+        outcome: String,
+        decided_by: Option<String>,
+        risk_level: Option<String>,
+        rationale: Option<String>,
+    },
+    #[serde(rename = "agent.retrying")]
+    AgentRetrying {
+        path: AgentPath,
+        reason: String,
+        retry_in_ms: u64,
+    },
+    #[serde(rename = "usage")]
+    Usage {
+        path: AgentPath,
+        #[serde(flatten)]
+        usage: Usage,
+    },
+    #[serde(rename = "turn.completed")]
+    TurnCompleted {
+        path: AgentPath,
+        last_message: Option<String>,
+    },
+    #[serde(rename = "turn.aborted")]
+    TurnAborted { path: AgentPath, reason: String },
+    #[serde(rename = "session.completed")]
+    SessionCompleted {
+        session_id: ThreadId,
+        final_message: Option<String>,
+    },
+}
+
+impl Event {
+    /// The `type` text of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::SessionStarted { .. } => "session.started",
+            Self::AgentSpawned { .. } => "agent.spawned",
+            Self::TurnStarted { .. } => "turn.started",
+            Self::AgentMessage { .. } => "agent.message",
+            Self::ToolCall { .. } => "tool.call",
+            Self::ToolResult { .. } => "tool.result",
+            Self::MailSent { .. } => "mail.sent",
+            Self::MailDelivered { .. } => "mail.delivered",
+            Self::AgentStatus { .. } => "agent.status",
+            Self::AgentEvicted { .. } => "agent.evicted",
+            Self::AgentRevived { .. } => "agent.revived",
+            Self::ApprovalRequested { .. } => "approval.requested",
+            Self::ApprovalDecided { .. } => "approval.decided",
+            Self::AgentRetrying { .. } => "agent.retrying",
+            Self::Usage { .. } => "usage",
+            Self::TurnCompleted { .. } => "turn.completed",
+            Self::TurnAborted { .. } => "turn.aborted",
+            Self::SessionCompleted { .. } => "session.completed",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_carry_type_and_ts() {
+        let line = EventLine {
+            event: Event::TurnStarted { path: AgentPath::root() },
+            ts: Timestamp::from_millis(0),
+        };
+        let text = serde_json::to_string(&line).expect("ser");
+        assert_eq!(text, r#"{"type":"turn.started","path":"/root","ts":"1970-01-01T00:00:00.000Z"}"#);
+        assert_eq!(serde_json::from_str::<EventLine>(&text).expect("de"), line);
+        let status = Event::AgentStatus {
+            path: AgentPath::root(),
+            status: AgentStatus::Completed(Some("ok".into())),
+        };
+        let value = serde_json::to_value(&status).expect("ser");
+        assert_eq!(value["type"], status.type_name());
+        assert_eq!(value["status"]["completed"], "ok");
+    }
+}
