@@ -192,7 +192,10 @@ mod tests {
     fn mail_joins_the_running_turn_until_the_final_answer() {
         let mut mb = Mailbox::new();
         mb.start_turn();
-        assert_eq!(mb.push(mail(MailKind::Message, "early")), Arrival::JoinsTurn);
+        assert_eq!(
+            mb.push(mail(MailKind::Message, "early")),
+            Arrival::JoinsTurn
+        );
         assert_eq!(contents(mb.take_for_request()), ["early"]);
         mb.final_answer(false);
         assert_eq!(mb.push(mail(MailKind::Followup, "late")), Arrival::Waits);
@@ -213,7 +216,11 @@ mod tests {
         assert_eq!(mb.phase(), DeliveryPhase::CurrentTurn);
         assert_eq!(contents(mb.take_for_request()), ["x"]);
         mb.final_answer(true);
-        assert_eq!(mb.phase(), DeliveryPhase::CurrentTurn, "pending same-turn input keeps it open");
+        assert_eq!(
+            mb.phase(),
+            DeliveryPhase::CurrentTurn,
+            "pending same-turn input keeps it open"
+        );
     }
 
     #[test]

@@ -55,7 +55,10 @@ pub enum Event {
     #[serde(rename = "mail.delivered")]
     MailDelivered { id: MailId, recipient: AgentPath },
     #[serde(rename = "agent.status")]
-    AgentStatus { path: AgentPath, status: AgentStatus },
+    AgentStatus {
+        path: AgentPath,
+        status: AgentStatus,
+    },
     #[serde(rename = "agent.evicted")]
     AgentEvicted { path: AgentPath },
     #[serde(rename = "agent.revived")]
@@ -133,11 +136,16 @@ mod tests {
     #[test]
     fn events_carry_type_and_ts() {
         let line = EventLine {
-            event: Event::TurnStarted { path: AgentPath::root() },
+            event: Event::TurnStarted {
+                path: AgentPath::root(),
+            },
             ts: Timestamp::from_millis(0),
         };
         let text = serde_json::to_string(&line).expect("ser");
-        assert_eq!(text, r#"{"type":"turn.started","path":"/root","ts":"1970-01-01T00:00:00.000Z"}"#);
+        assert_eq!(
+            text,
+            r#"{"type":"turn.started","path":"/root","ts":"1970-01-01T00:00:00.000Z"}"#
+        );
         assert_eq!(serde_json::from_str::<EventLine>(&text).expect("de"), line);
         let status = Event::AgentStatus {
             path: AgentPath::root(),

@@ -93,11 +93,18 @@ mod tests {
         use SandboxMode::*;
         assert_eq!(WorkspaceWrite.narrowest(DangerFullAccess), WorkspaceWrite);
         assert_eq!(ReadOnly.narrowest(WorkspaceWrite), ReadOnly);
-        assert_eq!(DangerFullAccess.narrowest(DangerFullAccess), DangerFullAccess);
+        assert_eq!(
+            DangerFullAccess.narrowest(DangerFullAccess),
+            DangerFullAccess
+        );
         for mode in [ReadOnly, WorkspaceWrite, DangerFullAccess] {
             assert_eq!(SandboxMode::parse(mode.as_str()), Some(mode));
         }
-        for policy in [ApprovalPolicy::Never, ApprovalPolicy::OnRequest, ApprovalPolicy::Untrusted] {
+        for policy in [
+            ApprovalPolicy::Never,
+            ApprovalPolicy::OnRequest,
+            ApprovalPolicy::Untrusted,
+        ] {
             assert_eq!(ApprovalPolicy::parse(policy.as_str()), Some(policy));
         }
     }

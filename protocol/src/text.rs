@@ -43,7 +43,14 @@ mod tests {
     fn long_text_keeps_head_and_tail() {
         let text = format!("{}{}", "a".repeat(100), "b".repeat(100));
         let cut = truncate_middle(&text, 20);
-        assert_eq!(cut, format!("{}…[180 bytes truncated]…{}", "a".repeat(10), "b".repeat(10)));
+        assert_eq!(
+            cut,
+            format!(
+                "{}…[180 bytes truncated]…{}",
+                "a".repeat(10),
+                "b".repeat(10)
+            )
+        );
     }
 
     #[test]

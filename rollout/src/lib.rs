@@ -1,1 +1,20 @@
 //! Rollouts: one append-only JSONL file per thread, and a reader that tolerates a torn tail.
+//!
+//! A rollout lives at `$ARBOR_HOME/sessions/YYYY/MM/DD/rollout-<stamp>-<thread id>.jsonl`
+//! ([`rollout_path`]). Its first line is the `session_meta` header; every later line is one
+//! [`arbor_protocol::RolloutItem`], stamped when it was appended. [`RolloutWriter`] only ever
+//! appends; [`read_rollout`] and [`RolloutReader`] read a file back, skipping a torn last line
+//! and item types from newer versions with a notice.
+
+mod error;
+mod layout;
+mod line;
+mod reader;
+mod writer;
+
+pub use error::RolloutError;
+pub use layout::{
+    SESSIONS_DIR, find_rollout, list_rollouts, rollout_file_name, rollout_path, sessions_dir,
+};
+pub use reader::{Entry, RolloutRead, RolloutReader, read_rollout};
+pub use writer::{Reopened, RolloutWriter, TailRepair, WriterStats};

@@ -1,0 +1,280 @@
+//! The thread index: one row per agent thread with its identity, settings and last known
+//! status, and the session lookups built on it.
+
+use arbor_protocol::{AgentPath, AgentStatus, SessionMeta, ThreadId, Timestamp};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::error::{Fail, OpResult};
+use crate::walk::parse_id;
+use crate::{Store, StoreError, Ticket};
+
+/// Shortest session-id prefix [`Store::find_session_by_prefix`] accepts.
+pub const MIN_SESSION_PREFIX: usize = 8;
+
+/// One indexed thread. A projection of its rollout header and last status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadRecord {
+    pub id: ThreadId,
+    pub session_id: ThreadId,
+    /// `None` for a session's root.
+    pub parent_id: Option<ThreadId>,
+    pub path: AgentPath,
+    pub depth: u32,
+    pub nickname: Option<String>,
+    pub role: String,
+    pub model: String,
+    pub effort: Option<String>,
+    pub sandbox: String,
+    pub cwd: String,
+    pub status: AgentStatus,
+    pub rollout_path: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl ThreadRecord {
+    /// The record of a thread from its rollout header, with status `pending_init`.
+    pub fn from_meta(meta: &SessionMeta, rollout_path: String, created_at: Timestamp) -> Self {
+        Self {
+            id: meta.thread_id,
+            session_id: meta.session_id,
+            parent_id: meta.parent_id,
+            path: meta.path.clone(),
+            depth: meta.depth,
+            nickname: meta.nickname.clone(),
+            role: meta.role.clone(),
+            model: meta.model.clone(),
+            effort: meta.effort.clone(),
+            sandbox: meta.sandbox.clone(),
+            cwd: meta.cwd.clone(),
+            status: AgentStatus::PendingInit,
+            rollout_path,
+            created_at,
+            updated_at: created_at,
+        }
+    }
+}
+
+const COLUMNS: &str = "id, session_id, parent_id, path, depth, nickname, role, model, effort, \
+                       sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at";
+
+impl Store {
+    /// Inserts a thread or updates every field but `id`, `session_id` and `created_at`.
+    /// The parent (and the session root) must already be indexed.
+    pub fn upsert_thread(&self, record: ThreadRecord) -> Ticket<()> {
+        self.submit("upsert thread", move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO threads (id, session_id, parent_id, path, depth, nickname, role,
+                     model, effort, sandbox, cwd, status, status_reason, rollout_path,
+                     created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                 ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id,
+                     path = excluded.path, depth = excluded.depth,
+                     nickname = excluded.nickname, role = excluded.role,
+                     model = excluded.model, effort = excluded.effort,
+                     sandbox = excluded.sandbox, cwd = excluded.cwd,
+                     status = excluded.status, status_reason = excluded.status_reason,
+                     rollout_path = excluded.rollout_path, updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                record.id.to_string(),
+                record.session_id.to_string(),
+                record.parent_id.map(|id| id.to_string()),
+                record.path.as_str(),
+                record.depth,
+                record.nickname,
+                record.role,
+                record.model,
+                record.effort,
+                record.sandbox,
+                record.cwd,
+                record.status.name(),
+                record.status.detail(),
+                record.rollout_path,
+                record.created_at.as_millis(),
+                record.updated_at.as_millis(),
+            ])?;
+            Ok(())
+        })
+    }
+
+    /// Records a thread's status (and its last message or reason); fails for an unknown id.
+    pub fn set_thread_status(&self, id: ThreadId, status: &AgentStatus) -> Ticket<()> {
+        let status = status.clone();
+        self.submit("set thread status", move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE threads SET status = ?2, status_reason = ?3, updated_at = ?4
+                     WHERE id = ?1",
+                )?
+                .execute(params![
+                    id.to_string(),
+                    status.name(),
+                    status.detail(),
+                    Timestamp::now().as_millis()
+                ])?;
+            if changed == 0 {
+                return Err(StoreError::UnknownThread(id).into());
+            }
+            Ok(())
+        })
+    }
+
+    /// One thread's record.
+    pub fn thread(&self, id: ThreadId) -> Result<Option<ThreadRecord>, StoreError> {
+        self.read("read thread", |conn| thread_by_id(conn, id))
+    }
+
+    /// Every thread of a session, root first, then by depth and id.
+    pub fn threads_in_session(
+        &self,
+        session_id: ThreadId,
+    ) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.read("list session threads", |conn| {
+            session_threads(conn, session_id)
+        })
+    }
+
+    /// The root thread of every session, newest first.
+    pub fn sessions(&self) -> Result<Vec<ThreadRecord>, StoreError> {
+        self.read("list sessions", |conn| {
+            query(
+                conn,
+                &format!(
+                    "SELECT {COLUMNS} FROM threads WHERE parent_id IS NULL
+                     ORDER BY created_at DESC, id DESC"
+                ),
+                params![],
+            )
+        })
+    }
+
+    /// The root thread of the one session whose id starts with `prefix` (at least
+    /// [`MIN_SESSION_PREFIX`] characters, case-insensitive).
+    pub fn find_session_by_prefix(&self, prefix: &str) -> Result<ThreadRecord, StoreError> {
+        let wanted = prefix.trim().to_ascii_lowercase();
+        if wanted.chars().count() < MIN_SESSION_PREFIX {
+            return Err(StoreError::PrefixTooShort(prefix.to_string()));
+        }
+        // '~' sorts after every character of an id, so [prefix, prefix~) is the prefix's range.
+        let upper = format!("{wanted}~");
+        let mut found = self.read("find session by prefix", |conn| {
+            query(
+                conn,
+                &format!(
+                    "SELECT {COLUMNS} FROM threads
+                     WHERE id >= ?1 AND id < ?2 AND parent_id IS NULL ORDER BY id LIMIT 10"
+                ),
+                params![wanted, upper],
+            )
+        })?;
+        match found.len() {
+            0 => Err(StoreError::SessionNotFound(prefix.to_string())),
+            1 => found
+                .pop()
+                .ok_or_else(|| StoreError::SessionNotFound(prefix.to_string())),
+            _ => Err(StoreError::AmbiguousSession {
+                prefix: prefix.to_string(),
+                matches: found.into_iter().map(|record| record.id).collect(),
+            }),
+        }
+    }
+}
+
+pub(crate) fn thread_by_id(conn: &Connection, id: ThreadId) -> OpResult<Option<ThreadRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM threads WHERE id = ?1");
+    let row = conn
+        .prepare_cached(&sql)?
+        .query_row([id.to_string()], RawThread::from_row)
+        .optional()?;
+    row.map(RawThread::into_record).transpose()
+}
+
+pub(crate) fn session_threads(conn: &Connection, session: ThreadId) -> OpResult<Vec<ThreadRecord>> {
+    query(
+        conn,
+        &format!("SELECT {COLUMNS} FROM threads WHERE session_id = ?1 ORDER BY depth, id"),
+        params![session.to_string()],
+    )
+}
+
+fn query(
+    conn: &Connection,
+    sql: &str,
+    args: &[&dyn rusqlite::ToSql],
+) -> OpResult<Vec<ThreadRecord>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let raws = stmt
+        .query_map(args, RawThread::from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    raws.into_iter().map(RawThread::into_record).collect()
+}
+
+/// A row as stored, before its text fields are parsed.
+struct RawThread {
+    id: String,
+    session_id: String,
+    parent_id: Option<String>,
+    path: String,
+    depth: i64,
+    nickname: Option<String>,
+    role: String,
+    model: String,
+    effort: Option<String>,
+    sandbox: String,
+    cwd: String,
+    status: String,
+    status_reason: Option<String>,
+    rollout_path: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl RawThread {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            parent_id: row.get(2)?,
+            path: row.get(3)?,
+            depth: row.get(4)?,
+            nickname: row.get(5)?,
+            role: row.get(6)?,
+            model: row.get(7)?,
+            effort: row.get(8)?,
+            sandbox: row.get(9)?,
+            cwd: row.get(10)?,
+            status: row.get(11)?,
+            status_reason: row.get(12)?,
+            rollout_path: row.get(13)?,
+            created_at: row.get(14)?,
+            updated_at: row.get(15)?,
+        })
+    }
+
+    fn into_record(self) -> OpResult<ThreadRecord> {
+        let path = AgentPath::from_persisted(&self.path)
+            .map_err(|_| Fail::corrupt("agent path", self.path.clone()))?;
+        let depth = u32::try_from(self.depth)
+            .map_err(|_| Fail::corrupt("thread depth", self.depth.to_string()))?;
+        let status = AgentStatus::from_parts(&self.status, self.status_reason)
+            .ok_or_else(|| Fail::corrupt("agent status", self.status.clone()))?;
+        Ok(ThreadRecord {
+            id: parse_id(&self.id)?,
+            session_id: parse_id(&self.session_id)?,
+            parent_id: self.parent_id.as_deref().map(parse_id).transpose()?,
+            path,
+            depth,
+            nickname: self.nickname,
+            role: self.role,
+            model: self.model,
+            effort: self.effort,
+            sandbox: self.sandbox,
+            cwd: self.cwd,
+            status,
+            rollout_path: self.rollout_path,
+            created_at: Timestamp::from_millis(self.created_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+        })
+    }
+}

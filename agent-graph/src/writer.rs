@@ -1,0 +1,265 @@
+//! The single writer thread: owns the only read-write connection, drains queued jobs into one
+//! transaction (group commit, one savepoint per job) and answers each job after the commit.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+use crossbeam_channel::{Receiver, TryRecvError};
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use crate::StoreError;
+use crate::error::OpResult;
+
+/// Most jobs one group transaction takes, so a flood of writers still sees steady commits.
+const MAX_GROUP: usize = 4096;
+
+/// The answer to one write, available once its transaction is committed and synced.
+///
+/// Sync code calls [`Ticket::wait`]; async code `.await`s the ticket, which never blocks a
+/// runtime worker. Dropping a ticket does not cancel the write.
+#[derive(Debug)]
+#[must_use = "a write is only known durable once its ticket resolves"]
+pub struct Ticket<T> {
+    rx: oneshot::Receiver<Result<T, StoreError>>,
+    path: Arc<Path>,
+}
+
+impl<T> Ticket<T> {
+    pub(crate) fn new(rx: oneshot::Receiver<Result<T, StoreError>>, path: Arc<Path>) -> Self {
+        Self { rx, path }
+    }
+
+    /// A ticket that is already answered: for other [`crate::AgentGraphStore`] implementations
+    /// and for writes refused before they reach the writer.
+    pub fn ready(result: Result<T, StoreError>) -> Self {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(result);
+        Self {
+            rx,
+            path: Arc::from(Path::new("")),
+        }
+    }
+
+    /// Blocks the calling thread until the write is committed (or failed).
+    ///
+    /// Panics when called from inside an async runtime's context: there, `.await` the ticket.
+    pub fn wait(self) -> Result<T, StoreError> {
+        let path = self.path;
+        self.rx.blocking_recv().unwrap_or_else(|_| {
+            Err(StoreError::Closed {
+                path: path.to_path_buf(),
+            })
+        })
+    }
+}
+
+impl<T> Future for Ticket<T> {
+    type Output = Result<T, StoreError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Ready(Ok(result)) => Poll::Ready(result),
+            Poll::Ready(Err(_)) => Poll::Ready(Err(StoreError::Closed {
+                path: self.path.to_path_buf(),
+            })),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// What the writer thread receives.
+pub(crate) enum Msg {
+    Job(Box<dyn Job>),
+    /// Finish the jobs queued before this message, then stop.
+    Stop,
+}
+
+/// One queued write.
+pub(crate) trait Job: Send {
+    /// Runs the write inside its savepoint; true when it succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller once the group's fate is known (`commit` holds the commit error).
+    fn finish(self: Box<Self>, path: &Path, commit: Option<&str>);
+}
+
+/// A write operation and the channel its answer goes to.
+pub(crate) struct Write<T, F> {
+    op_name: &'static str,
+    op: Option<F>,
+    outcome: Option<OpResult<T>>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Write<T, F> {
+    pub(crate) fn new(
+        op_name: &'static str,
+        op: F,
+        reply: oneshot::Sender<Result<T, StoreError>>,
+    ) -> Self {
+        Self {
+            op_name,
+            op: Some(op),
+            outcome: None,
+            reply,
+        }
+    }
+}
+
+impl<T, F> Job for Write<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> OpResult<T> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(op) = self.op.take() else {
+            return false;
+        };
+        let outcome = op(conn);
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn finish(self: Box<Self>, path: &Path, commit: Option<&str>) {
+        let result = match (self.outcome, commit) {
+            (Some(Err(fail)), _) => Err(fail.into_store(path, self.op_name)),
+            (Some(Ok(_)) | None, Some(_)) | (None, None) => Err(StoreError::Commit {
+                path: path.to_path_buf(),
+                op: self.op_name,
+                message: commit.unwrap_or("the write never ran").to_string(),
+            }),
+            (Some(Ok(value)), None) => Ok(value),
+        };
+        // A caller that dropped its ticket does not want the answer; the write stands.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// The writer thread's body: runs until [`Msg::Stop`] or until every sender is gone. Counts
+/// committed groups in `commits`.
+pub(crate) fn run(conn: Connection, path: Arc<Path>, jobs: Receiver<Msg>, commits: Arc<AtomicU64>) {
+    let mut group: Vec<Box<dyn Job>> = Vec::new();
+    loop {
+        match jobs.recv() {
+            Ok(Msg::Job(job)) => group.push(job),
+            Ok(Msg::Stop) | Err(_) => break,
+        }
+        let mut stop = false;
+        while group.len() < MAX_GROUP {
+            match jobs.try_recv() {
+                Ok(Msg::Job(job)) => group.push(job),
+                Ok(Msg::Stop) => {
+                    stop = true;
+                    break;
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        run_group(&conn, &path, &mut group, &commits);
+        if stop {
+            break;
+        }
+    }
+    // Jobs still queued after a stop are dropped; their tickets resolve to `Closed`.
+    drop(jobs);
+    let _ = conn.close();
+}
+
+/// Runs `group` in one transaction, each job in its own savepoint, commits once (counting it in
+/// `commits`), then answers.
+fn run_group(conn: &Connection, path: &Path, group: &mut Vec<Box<dyn Job>>, commits: &AtomicU64) {
+    if let Err(err) = exec(conn, "BEGIN IMMEDIATE") {
+        let message = format!("cannot begin the write transaction: {err}");
+        for job in group.drain(..) {
+            job.finish(path, Some(&message));
+        }
+        return;
+    }
+    let mut broken: Option<String> = None;
+    for job in group.iter_mut() {
+        if let Err(err) = exec(conn, "SAVEPOINT job") {
+            broken = Some(format!("cannot open a savepoint: {err}"));
+            break;
+        }
+        let ok = job.run(conn);
+        let close = if ok {
+            exec(conn, "RELEASE job")
+        } else {
+            exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
+        };
+        if let Err(err) = close {
+            // A failed job's changes might survive: give up the whole group instead.
+            broken = Some(format!("cannot close a savepoint: {err}"));
+            break;
+        }
+    }
+    let commit = match broken {
+        Some(message) => Err(message),
+        // SQLite rolls a transaction back on its own after some errors (I/O, disk full).
+        None if conn.is_autocommit() => Err("the transaction was rolled back by sqlite".into()),
+        None => exec(conn, "COMMIT").map_err(|err| err.to_string()),
+    };
+    if commit.is_err() && !conn.is_autocommit() {
+        let _ = exec(conn, "ROLLBACK");
+    }
+    let commit = commit.err();
+    if commit.is_none() {
+        commits.fetch_add(1, Ordering::Relaxed);
+    }
+    for job in group.drain(..) {
+        job.finish(path, commit.as_deref());
+    }
+}
+
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+
+    use super::*;
+    use crate::Store;
+
+    /// Wakes a parked thread: enough of an executor to poll a ticket as a future.
+    struct Unpark(std::thread::Thread);
+
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        let mut future = std::pin::pin!(future);
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(value) = future.as_mut().poll(&mut cx) {
+                return value;
+            }
+            std::thread::park();
+        }
+    }
+
+    #[test]
+    fn a_ticket_is_a_future_that_resolves_after_the_commit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let ticket = store.submit("probe", |conn| {
+            Ok(conn.query_row("SELECT 40 + 2", [], |row| row.get::<_, i64>(0))?)
+        });
+        assert_eq!(block_on(ticket).expect("write"), 42);
+        assert_eq!(block_on(Ticket::ready(Ok(7))).expect("ready"), 7);
+        store.close();
+        let err = block_on(store.submit("late", |_| Ok(()))).expect_err("closed");
+        assert!(matches!(err, StoreError::Closed { .. }), "{err}");
+    }
+}

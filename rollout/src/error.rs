@@ -1,0 +1,76 @@
+//! The one error type of the rollout crate; every message names the file it is about.
+
+use std::io;
+use std::path::PathBuf;
+
+use arbor_protocol::ThreadId;
+
+/// Why a rollout could not be created, appended to, found or read.
+#[derive(Debug, thiserror::Error)]
+pub enum RolloutError {
+    /// A file-system call failed; `op` says which step (`create`, `append`, `sync`, …).
+    #[error("rollout {}: {op}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// `create` found a file already at the path; rollouts are never overwritten.
+    #[error("rollout {} already exists; refusing to overwrite it", .path.display())]
+    AlreadyExists { path: PathBuf },
+    /// Another open writer (in this or another process) holds the file's writer lock.
+    #[error("rollout {} is already open for appending by another writer", .path.display())]
+    Locked { path: PathBuf },
+    /// No file under `sessions/` carries the thread's id.
+    #[error("no rollout for thread {thread_id} under {}", .sessions.display())]
+    NotFound {
+        thread_id: ThreadId,
+        sessions: PathBuf,
+    },
+    /// The file has no complete first line (empty, blank or torn).
+    #[error("rollout {} has no session_meta first line: {reason}", .path.display())]
+    MissingMeta { path: PathBuf, reason: String },
+    /// The first line is a complete item, but not the `session_meta` header.
+    #[error(
+        "rollout {}: line {line} is a `{found}` item, expected the session_meta header",
+        .path.display()
+    )]
+    NotMeta {
+        path: PathBuf,
+        line: usize,
+        found: String,
+    },
+    /// A complete line that is not JSON, or whose known `type` has a malformed payload.
+    #[error("rollout {}: line {line}: {reason}", .path.display())]
+    BadLine {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    /// An item could not be turned into JSON (it holds something JSON cannot express).
+    #[error("rollout {}: cannot serialise a `{item}` item: {source}", .path.display())]
+    Serialize {
+        path: PathBuf,
+        item: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An earlier append failed and its partial bytes could not be cut off again, so appending
+    /// more would bury a broken line in the middle of the file.
+    #[error(
+        "rollout {}: writer stopped after a failed append could not be undone",
+        .path.display()
+    )]
+    Poisoned { path: PathBuf },
+}
+
+impl RolloutError {
+    pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            op,
+            source,
+        }
+    }
+}
