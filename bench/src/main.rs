@@ -1,22 +1,33 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
+mod fanout;
 mod rollout;
 mod store;
 
+use std::path::Path;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let which = args.first().map_or("all", String::as_str);
+    let sizes: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() {
+        vec![10, 100, 1000]
+    } else {
+        sizes
+    };
     let result = match which {
         "store" => store::run(),
         "rollout" => rollout::run(),
-        "all" => store::run().and_then(|()| rollout::run()),
+        "fanout" => fanout::run(&sizes),
+        "all" => store::run()
+            .and_then(|()| rollout::run())
+            .and_then(|()| fanout::run(&sizes)),
         other => {
-            eprintln!("error: unknown benchmark `{other}`; expected store, rollout or all");
+            eprintln!("error: unknown benchmark `{other}`; expected store, rollout, fanout or all");
             return ExitCode::from(2);
         }
     };
@@ -41,4 +52,36 @@ pub fn bench_dir() -> Result<tempfile::TempDir, String> {
         .prefix("arbor-bench-")
         .tempdir_in(base)
         .map_err(|err| format!("cannot create a benchmark dir: {err}"))
+}
+
+fn rusage() -> libc::rusage {
+    // SAFETY: getrusage fills the zeroed struct we pass for the calling process.
+    unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    }
+}
+
+/// User plus system CPU time of this process so far, in seconds.
+pub fn cpu_seconds() -> f64 {
+    let usage = rusage();
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// Peak resident set size of this process, in KiB.
+pub fn peak_rss_kib() -> u64 {
+    u64::try_from(rusage().ru_maxrss).unwrap_or(0)
+}
+
+/// Total size of the files under `path` (or of the file itself).
+pub fn dir_bytes(path: &Path) -> u64 {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => meta.len(),
+        Ok(meta) if meta.is_dir() => std::fs::read_dir(path)
+            .map(|entries| entries.flatten().map(|e| dir_bytes(&e.path())).sum())
+            .unwrap_or(0),
+        _ => 0,
+    }
 }

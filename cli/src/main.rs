@@ -1,12 +1,80 @@
-//! `arbor`: the command line of the multi-agent orchestrator.
+//! `arbor`: the command line of the multi-agent orchestrator. A thin layer over the
+//! orchestrator: parse, run, print, map errors to exit codes (see `error.rs`).
+
+mod args;
+mod error;
+mod exec;
+mod logtext;
+mod output;
+mod read;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use clap::Parser;
 
-/// arbor runs a tree of LLM coding agents on your code.
-#[derive(Debug, Parser)]
-#[command(name = "arbor", version, about)]
-struct Cli {}
+use crate::args::{Cli, Command};
+use crate::error::CliError;
 
-fn main() {
-    let _cli = Cli::parse();
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { 2 } else { 0 };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_tracing();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(err.code)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ARBOR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn home_dir(flag: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(home) = flag {
+        return Ok(home);
+    }
+    if let Some(home) = std::env::var_os("ARBOR_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        Some(home) => Ok(PathBuf::from(home).join(".arbor")),
+        None => Err(CliError::usage(
+            "cannot find a home for arbor: set ARBOR_HOME or pass --home",
+        )),
+    }
+}
+
+fn run(cli: Cli) -> Result<u8, CliError> {
+    let home = home_dir(cli.home)?;
+    match cli.command {
+        Command::Exec(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))?;
+            runtime.block_on(exec::exec(home, args))
+        }
+        Command::Tree(args) => read::tree(&home, &args).map(|()| 0),
+        Command::Agents(args) => read::agents(&home, &args).map(|()| 0),
+        Command::Sessions(args) => read::sessions(&home, args.json).map(|()| 0),
+        Command::Log(args) => read::log(&home, &args).map(|()| 0),
+        Command::Mail(args) => read::mail(&home, &args).map(|()| 0),
+    }
 }

@@ -1,2 +1,298 @@
-//! The arbor runtime: the `Orchestrator` facade, the agent registry, one task per resident agent,
-//! the turn loop, multi-agent tools, residency and revival, the approval broker and the lease.
+//! The arbor runtime: the `Orchestrator` facade, the agent registry, one task per resident
+//! agent, the turn loop, multi-agent tools, mail delivery and the session lease.
+//!
+//! **API Boundary:** `Orchestrator` is what the CLI and the tests drive; everything else is
+//! internal.
+
+mod agent;
+pub mod config;
+mod events;
+pub mod lease;
+mod lifecycle;
+mod mail;
+mod registry;
+mod runtime;
+mod tools;
+mod turn;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_agent_graph::Store;
+use arbor_model::ModelClient;
+use arbor_protocol::{AgentPath, AgentStatus, Event, EventLine, ResponseItem, ThreadId};
+use arbor_roles::{Capabilities, RoleSet};
+use tokio::sync::mpsc;
+
+use crate::agent::Agent;
+pub use crate::config::RunConfig;
+pub use crate::lease::{Lease, LeaseError};
+use crate::lifecycle::{NewAgent, create_agent};
+use crate::runtime::Inner;
+
+/// How long shutdown waits for agent tasks to persist their final state.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Why a session could not start or run.
+#[derive(Debug, thiserror::Error)]
+pub enum OrchestratorError {
+    #[error(transparent)]
+    Store(#[from] arbor_agent_graph::StoreError),
+    #[error(transparent)]
+    Roles(#[from] arbor_roles::RoleError),
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    #[error("{0}")]
+    Start(String),
+}
+
+/// A snapshot of one agent, for callers outside the runtime.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentView {
+    pub id: ThreadId,
+    pub path: AgentPath,
+    pub nickname: Option<String>,
+    pub role: String,
+    pub model: String,
+    pub sandbox: String,
+    pub status: AgentStatus,
+    pub unread: usize,
+    pub history: Vec<ResponseItem>,
+    pub closed: bool,
+}
+
+/// One session being driven by this process.
+#[derive(Debug)]
+pub struct Orchestrator {
+    inner: Arc<Inner>,
+    root: tokio::sync::OnceCell<Arc<Agent>>,
+    _lease: Lease,
+}
+
+impl Orchestrator {
+    /// Prepares a new session: opens the store, loads the roles and takes the lease. Nothing
+    /// is written to the session until [`Orchestrator::start`].
+    pub async fn new(
+        config: RunConfig,
+        model: Arc<dyn ModelClient>,
+    ) -> Result<Self, OrchestratorError> {
+        let home = config.home.clone();
+        let cwd = config.cwd.clone();
+        let (store, roles) = tokio::task::spawn_blocking(move || {
+            let store = Store::open(&home)?;
+            let roles = RoleSet::load(&home, &cwd)?;
+            Ok::<_, OrchestratorError>((store, roles))
+        })
+        .await
+        .map_err(|err| OrchestratorError::Start(err.to_string()))??;
+        let session_id = ThreadId::new();
+        let lease = Lease::acquire(&config.home, session_id)?;
+        let inner = Arc::new(Inner::new(config, session_id, store, model, roles));
+        Ok(Self {
+            inner,
+            root: tokio::sync::OnceCell::new(),
+            _lease: lease,
+        })
+    }
+
+    /// The session id (the root thread's id).
+    pub fn session_id(&self) -> ThreadId {
+        self.inner.session_id
+    }
+
+    /// The store this session writes to.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Every event emitted from now on, in causal order.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<EventLine> {
+        self.inner.events.subscribe()
+    }
+
+    /// Creates the root agent (once) and gives it `prompt` as a user message, starting a turn.
+    pub async fn start(&self, prompt: &str) -> Result<(), OrchestratorError> {
+        let root = self.root().await?;
+        root.state().pending_input.push(ResponseItem::Message {
+            role: "user".to_string(),
+            content: prompt.to_string(),
+        });
+        self.inner.request_turn(root);
+        Ok(())
+    }
+
+    async fn root(&self) -> Result<&Arc<Agent>, OrchestratorError> {
+        self.root
+            .get_or_try_init(|| async {
+                let inner = &self.inner;
+                inner.events.emit(Event::SessionStarted {
+                    session_id: inner.session_id,
+                });
+                let role = inner.roles.get(arbor_roles::DEFAULT_ROLE)?;
+                let caps = Capabilities::root(inner.config.sandbox, inner.config.approval_policy);
+                create_agent(
+                    inner,
+                    NewAgent {
+                        id: inner.session_id,
+                        path: AgentPath::root(),
+                        parent: None,
+                        role,
+                        model: inner.config.model.clone(),
+                        effort: inner.config.reasoning_effort.clone(),
+                        caps,
+                        nickname: None,
+                        cwd: inner.config.cwd.clone(),
+                        internal: false,
+                    },
+                )
+                .await
+                .map_err(OrchestratorError::Start)
+            })
+            .await
+    }
+
+    /// Waits until no agent has an active or queued turn and none is owed a wake.
+    pub async fn wait_quiescent(&self) {
+        let mut changes = self.inner.changed.subscribe();
+        loop {
+            changes.borrow_and_update();
+            if self.inner.busy() == 0 {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Waits until the root's turn is no longer scheduled.
+    pub async fn wait_root_idle(&self) {
+        let Some(root) = self.root.get() else {
+            return;
+        };
+        let mut changes = self.inner.changed.subscribe();
+        loop {
+            changes.borrow_and_update();
+            if !root.state().scheduled {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The root's status, `not_found` before [`Orchestrator::start`].
+    pub fn root_status(&self) -> AgentStatus {
+        self.root
+            .get()
+            .map_or(AgentStatus::NotFound, |root| root.status())
+    }
+
+    /// The root's last final answer.
+    pub fn root_last_message(&self) -> Option<String> {
+        self.root
+            .get()
+            .and_then(|root| root.state().last_message.clone())
+    }
+
+    /// A snapshot of the agent at `path` (open), or the most recent closed one there.
+    pub fn agent(&self, path: &AgentPath) -> Option<AgentView> {
+        let agent = self.inner.registry.open_at(path).or_else(|| {
+            self.inner
+                .registry
+                .all()
+                .into_iter()
+                .rev()
+                .find(|agent| agent.path() == path)
+        })?;
+        Some(view(&agent))
+    }
+
+    /// Snapshots of every agent, in creation order.
+    pub fn agents(&self) -> Vec<AgentView> {
+        self.inner.registry.all().iter().map(|a| view(a)).collect()
+    }
+
+    /// Reports the end of the run (`session.completed`) with the root's last answer.
+    pub fn complete(&self) {
+        self.inner.events.emit(Event::SessionCompleted {
+            session_id: self.inner.session_id,
+            final_message: self.root_last_message(),
+        });
+    }
+
+    /// Interrupts every running turn (Ctrl-C): turns end as `interrupted: <reason>`, their
+    /// state is persisted, and no new turn starts.
+    pub fn interrupt_all(&self, reason: &str) {
+        self.inner.stop(reason);
+    }
+
+    /// Stops every agent but the root (for `--no-wait-children` after the root's turn).
+    pub fn stop_children(&self, reason: &str) {
+        self.inner.stop_accepting();
+        for agent in self.inner.registry.all() {
+            if !agent.path().is_root() {
+                turn::cancel_turn(&agent, reason);
+            }
+        }
+    }
+
+    /// Shuts the session down: cancel, close the task tracker, wait for every task with a
+    /// grace period, then let the store finish its queued writes.
+    pub async fn shutdown(&self, reason: &str) {
+        self.inner.stop(reason);
+        self.inner.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "agent tasks did not stop in time"
+            );
+        }
+        let store = self.inner.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.close()).await;
+    }
+}
+
+/// What this process wrote to the rollouts of the session so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RolloutTotals {
+    pub lines: u64,
+    pub bytes: u64,
+    pub syncs: u64,
+}
+
+impl Orchestrator {
+    /// Lines, bytes and syncs written to every rollout of the session by this process.
+    pub fn rollout_totals(&self) -> RolloutTotals {
+        self.inner
+            .registry
+            .all()
+            .iter()
+            .map(|agent| agent.rollout_stats())
+            .fold(RolloutTotals::default(), |total, stats| RolloutTotals {
+                lines: total.lines + stats.lines_written,
+                bytes: total.bytes + stats.bytes_written,
+                syncs: total.syncs + stats.syncs,
+            })
+    }
+}
+
+fn view(agent: &Agent) -> AgentView {
+    let state = agent.state();
+    AgentView {
+        id: agent.id(),
+        path: agent.path().clone(),
+        nickname: agent.identity.nickname.clone(),
+        role: agent.identity.role.clone(),
+        model: agent.identity.model.clone(),
+        sandbox: agent.identity.caps.sandbox.as_str().to_string(),
+        status: state.status.clone(),
+        unread: state.mailbox.unread(),
+        history: state.history.clone(),
+        closed: state.closed,
+    }
+}

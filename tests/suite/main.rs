@@ -1,5 +1,8 @@
-//! arbor's integration tests: one binary, one module per area.
+//! arbor's integration tests: one binary (the `suite` test of `arbor-cli`), one module per
+//! area. Shared support code is the `arbor-tests` library.
 
+mod cli;
 mod paths;
 mod rollout;
+mod scenarios;
 mod store;

@@ -1,0 +1,162 @@
+//! The command line, as `cli.md` fixes it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// arbor runs a tree of LLM coding agents on your code.
+#[derive(Debug, Parser)]
+#[command(name = "arbor", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Where arbor keeps its state (default: $ARBOR_HOME, else ~/.arbor).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a new session: the root agent gets PROMPT (or stdin with `-`) and the tree runs
+    /// until it is quiescent. Prints the root's last answer.
+    Exec(ExecArgs),
+    /// Show a session's spawn tree.
+    Tree(TreeArgs),
+    /// List a session's agents.
+    Agents(ReadArgs),
+    /// List sessions, newest first.
+    Sessions(JsonArgs),
+    /// Show an agent's rollout as readable text (default: /root).
+    Log(LogArgs),
+    /// Show mail addressed to TARGET that it has not consumed yet.
+    Mail(MailArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunOptions {
+    /// Use the scripted model with this script.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Model name for agents that do not name their own.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Model provider.
+    #[arg(long, value_enum)]
+    pub provider: Option<Provider>,
+    /// Base URL of an OpenAI-compatible API.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Workspace directory of the root agent (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print JSON Lines events on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, value_enum, default_value = "on-request")]
+    pub approval_policy: ApprovalPolicyArg,
+    #[arg(long, value_enum, default_value = "user")]
+    pub reviewer: Reviewer,
+    /// Longest wait for an approval, in seconds (default: unlimited with a terminal, 0 without).
+    #[arg(long, value_name = "SECONDS")]
+    pub approval_wait: Option<u64>,
+    #[arg(long, value_enum, default_value = "workspace-write")]
+    pub sandbox: SandboxArg,
+    /// Deepest spawn depth (the root is 0).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub max_depth: u32,
+    /// Child turns running at once; more are queued.
+    #[arg(long, default_value_t = 6, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_running: u64,
+    /// Loaded child runtimes.
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_resident: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The task for the root agent; `-` reads it from stdin.
+    pub prompt: String,
+    #[command(flatten)]
+    pub run: RunOptions,
+    /// Exit when the root's turn ends, leaving running children interrupted (`parent_exit`).
+    #[arg(long)]
+    pub no_wait_children: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// Session id (or a unique prefix of at least 8 characters).
+    pub session: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    pub session: String,
+    #[arg(long)]
+    pub json: bool,
+    /// Include closed branches.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: TreeFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    pub session: String,
+    /// Agent path or thread id (default: /root).
+    pub target: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MailArgs {
+    pub session: String,
+    pub target: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Provider {
+    Openai,
+    Chat,
+    Script,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ApprovalPolicyArg {
+    Never,
+    OnRequest,
+    Untrusted,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Reviewer {
+    User,
+    Guardian,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SandboxArg {
+    ReadOnly,
+    WorkspaceWrite,
+    DangerFullAccess,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum TreeFormat {
+    Text,
+    Dot,
+    Mermaid,
+}

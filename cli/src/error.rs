@@ -1,0 +1,59 @@
+//! CLI errors and exit codes: 0 done, 1 the run failed, 2 usage or input error, 3 the session
+//! is driven by another process, 130 interrupted.
+
+use std::fmt;
+
+/// An error with the exit code it maps to.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CliError {
+    /// A usage or input error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// A failed run (exit 1).
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<arbor_orchestrator::OrchestratorError> for CliError {
+    fn from(err: arbor_orchestrator::OrchestratorError) -> Self {
+        use arbor_orchestrator::OrchestratorError as E;
+        let code = match &err {
+            E::Lease(arbor_orchestrator::LeaseError::Held { .. }) => 3,
+            E::Roles(_) => 2,
+            E::Store(_) | E::Lease(_) | E::Start(_) => 1,
+        };
+        Self {
+            code,
+            message: err.to_string(),
+        }
+    }
+}
+
+impl From<arbor_agent_graph::StoreError> for CliError {
+    fn from(err: arbor_agent_graph::StoreError) -> Self {
+        Self::failed(err.to_string())
+    }
+}
+
+/// Exit code when the run was interrupted by Ctrl-C or SIGTERM.
+pub const EXIT_INTERRUPTED: u8 = 130;

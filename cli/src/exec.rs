@@ -1,0 +1,170 @@
+//! `arbor exec`: start a session, run the tree until it is quiescent, print the root's answer.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arbor_model::{ModelClient, ScriptedModel};
+use arbor_orchestrator::{Orchestrator, RunConfig};
+use arbor_protocol::{AgentStatus, ApprovalPolicy, SandboxMode};
+
+use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, RunOptions, SandboxArg};
+use crate::error::{CliError, EXIT_INTERRUPTED};
+use crate::output::{Mode, spawn_printer};
+
+/// Runs `arbor exec` and returns the exit code.
+pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
+    let prompt = read_prompt(&args.prompt)?;
+    let model = build_model(&args.run)?;
+    let config = run_config(home, &args.run)?;
+    let orch = Orchestrator::new(config, model).await?;
+    let mode = if args.run.json {
+        Mode::Json
+    } else {
+        Mode::Human
+    };
+    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe());
+    orch.start(&prompt).await?;
+    let interrupted = tokio::select! {
+        () = drive(&orch, args.no_wait_children) => false,
+        () = interrupt_signal() => true,
+    };
+    if interrupted {
+        orch.interrupt_all("user_interrupt");
+        orch.wait_quiescent().await;
+    }
+    orch.complete();
+    orch.shutdown("shutdown").await;
+    let _ = stop_printer.send(());
+    let _ = printer.await;
+    if interrupted {
+        eprintln!(
+            "interrupted: state saved; resume with `arbor resume {}`",
+            orch.session_id()
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if mode == Mode::Human
+        && let Some(answer) = orch.root_last_message()
+    {
+        println!("{answer}");
+    }
+    Ok(match orch.root_status() {
+        AgentStatus::Completed(_) => 0,
+        status => {
+            eprintln!("root: {status}");
+            1
+        }
+    })
+}
+
+async fn drive(orch: &Orchestrator, no_wait_children: bool) {
+    if no_wait_children {
+        orch.wait_root_idle().await;
+        orch.stop_children("parent_exit");
+    }
+    orch.wait_quiescent().await;
+}
+
+/// Resolves on the first Ctrl-C or SIGTERM.
+async fn interrupt_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+fn read_prompt(prompt: &str) -> Result<String, CliError> {
+    let text = if prompt == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|err| {
+            CliError::usage(format!("could not read the prompt from stdin: {err}"))
+        })?;
+        text
+    } else {
+        prompt.to_string()
+    };
+    if text.trim().is_empty() {
+        return Err(CliError::usage(
+            "the prompt is empty: give the root agent a task",
+        ));
+    }
+    Ok(text)
+}
+
+/// The model provider the options ask for.
+pub fn build_model(run: &RunOptions) -> Result<Arc<dyn ModelClient>, CliError> {
+    let provider = run.provider.unwrap_or(if run.script.is_some() {
+        Provider::Script
+    } else {
+        Provider::Openai
+    });
+    match provider {
+        Provider::Script => {
+            let Some(path) = &run.script else {
+                return Err(CliError::usage(
+                    "--provider script needs --script FILE (see cli.md for the script format)",
+                ));
+            };
+            let model =
+                ScriptedModel::load(path).map_err(|err| CliError::usage(err.to_string()))?;
+            Ok(Arc::new(model))
+        }
+        Provider::Openai | Provider::Chat => Err(CliError::usage(format!(
+            "no model to run: the {} provider is not part of this build yet; pass --script FILE to use the scripted model",
+            match provider {
+                Provider::Openai => "openai",
+                _ => "chat",
+            }
+        ))),
+    }
+}
+
+/// The run configuration the options describe.
+pub fn run_config(home: PathBuf, run: &RunOptions) -> Result<RunConfig, CliError> {
+    let cwd = match &run.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|err| CliError::usage(format!("cannot read the current directory: {err}")))?,
+    };
+    let cwd = canonical_dir(&cwd)?;
+    let mut config = RunConfig::new(home, cwd);
+    if let Some(model) = &run.model {
+        config.model = model.clone();
+    }
+    config.approval_policy = match run.approval_policy {
+        ApprovalPolicyArg::Never => ApprovalPolicy::Never,
+        ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
+        ApprovalPolicyArg::Untrusted => ApprovalPolicy::Untrusted,
+    };
+    config.sandbox = match run.sandbox {
+        SandboxArg::ReadOnly => SandboxMode::ReadOnly,
+        SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+        SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
+    };
+    config.max_depth = run.max_depth;
+    config.max_running = usize::try_from(run.max_running).unwrap_or(usize::MAX);
+    config.max_resident = usize::try_from(run.max_resident).unwrap_or(usize::MAX);
+    Ok(config)
+}
+
+fn canonical_dir(dir: &Path) -> Result<PathBuf, CliError> {
+    let canonical = dir
+        .canonicalize()
+        .map_err(|err| CliError::usage(format!("--cwd {}: {err}", dir.display())))?;
+    if !canonical.is_dir() {
+        return Err(CliError::usage(format!(
+            "--cwd {}: not a directory",
+            dir.display()
+        )));
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,64 @@
+//! Rollout items as one readable line each, for `arbor log`.
+
+use arbor_protocol::text::truncate_middle;
+use arbor_protocol::{ResponseItem, RolloutItem};
+
+fn short(text: &str) -> String {
+    truncate_middle(text, 2000)
+}
+
+/// One line describing a rollout item.
+pub fn describe(item: &RolloutItem) -> String {
+    match item {
+        RolloutItem::SessionMeta(meta) => format!(
+            "agent {} ({}, role {}, model {}, sandbox {}) in {}",
+            meta.path,
+            meta.nickname.as_deref().unwrap_or("-"),
+            meta.role,
+            meta.model,
+            meta.sandbox,
+            meta.cwd
+        ),
+        RolloutItem::TurnStarted(t) => format!("turn {} started", t.turn),
+        RolloutItem::TurnCompleted(t) => format!("turn {} completed", t.turn),
+        RolloutItem::TurnAborted(t) => format!("turn {} aborted: {}", t.turn, t.status()),
+        RolloutItem::ResponseItem(item) => match item {
+            ResponseItem::Message { role, content } => format!("{role}: {}", short(content)),
+            ResponseItem::FunctionCall {
+                call_id,
+                name,
+                arguments,
+            } => format!("call {name} [{call_id}] {}", short(arguments)),
+            ResponseItem::FunctionCallOutput { call_id, output } => {
+                format!("output [{call_id}] {}", short(output))
+            }
+            ResponseItem::Reasoning { summary, .. } => {
+                format!("reasoning: {}", short(&summary.join(" ")))
+            }
+        },
+        RolloutItem::MailSent(m) => format!(
+            "mail sent {} {} → {}: {}",
+            m.kind.as_str(),
+            m.author,
+            m.recipient,
+            short(&m.content)
+        ),
+        RolloutItem::MailConsumed(c) => format!(
+            "mail read {} from {}: {}",
+            c.mail.kind.as_str(),
+            c.mail.author,
+            short(&c.mail.content)
+        ),
+        RolloutItem::AgentClosed(c) => format!("closed {} (was {})", c.target, c.previous_status),
+        RolloutItem::ApprovalRequested(a) => {
+            format!("approval {} requested: {}", a.request_id, a.action)
+        }
+        RolloutItem::ApprovalDecided(a) => {
+            format!("approval {} decided: {}", a.request_id, a.outcome)
+        }
+        RolloutItem::Usage(u) => format!(
+            "usage: {} in ({} cached), {} out",
+            u.input_tokens, u.cached_input_tokens, u.output_tokens
+        ),
+    }
+}

@@ -1,0 +1,125 @@
+//! Printing events: JSON Lines on stdout with `--json`, short progress lines on stderr
+//! otherwise (stdout then carries only the final answer).
+
+use std::io::Write;
+
+use arbor_protocol::text::truncate_middle;
+use arbor_protocol::{Event, EventLine};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// How events are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Human,
+    Json,
+}
+
+/// Prints events until told to stop, then prints whatever is still queued.
+pub fn spawn_printer(
+    mode: Mode,
+    mut events: mpsc::UnboundedReceiver<EventLine>,
+) -> (oneshot::Sender<()>, JoinHandle<()>) {
+    let (stop_tx, mut stop_rx) = oneshot::channel();
+    let handle = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                line = events.recv() => match line {
+                    Some(line) => print(mode, &line),
+                    None => break,
+                },
+                _ = &mut stop_rx => {
+                    while let Ok(line) = events.try_recv() {
+                        print(mode, &line);
+                    }
+                    break;
+                }
+            }
+        }
+    });
+    (stop_tx, handle)
+}
+
+fn print(mode: Mode, line: &EventLine) {
+    match mode {
+        Mode::Json => {
+            let mut out = std::io::stdout().lock();
+            if let Ok(text) = serde_json::to_string(line) {
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+        }
+        Mode::Human => {
+            if let Some(text) = human(&line.event) {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{text}");
+            }
+        }
+    }
+}
+
+fn short(text: &str) -> String {
+    truncate_middle(&text.replace('\n', " "), 160)
+}
+
+fn human(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::SessionStarted { session_id } => format!("session: {session_id}"),
+        Event::AgentSpawned {
+            path,
+            nickname,
+            role,
+            parent,
+        } => match parent {
+            Some(parent) => format!(
+                "spawned {path} ({}, {role}) by {parent}",
+                nickname.as_deref().unwrap_or("-")
+            ),
+            None => return None,
+        },
+        Event::AgentMessage { path, text } => format!("{path}: {}", short(text)),
+        Event::ToolCall {
+            path,
+            name,
+            arguments,
+            ..
+        } => format!("{path} → {name} {}", short(&arguments.to_string())),
+        Event::ToolResult { .. } => return None,
+        Event::MailSent {
+            kind,
+            author,
+            recipient,
+            ..
+        } => format!("mail {} {author} → {recipient}", kind.as_str()),
+        Event::AgentEvicted { path } => format!("evicted {path}"),
+        Event::AgentRevived { path } => format!("revived {path}"),
+        Event::ApprovalRequested { id, path, action } => {
+            format!(
+                "approval {id} requested by {path}: {}",
+                short(&action.to_string())
+            )
+        }
+        Event::ApprovalDecided {
+            id,
+            outcome,
+            decided_by,
+            ..
+        } => format!(
+            "approval {id}: {outcome} by {}",
+            decided_by.as_deref().unwrap_or("-")
+        ),
+        Event::AgentRetrying {
+            path,
+            reason,
+            retry_in_ms,
+        } => format!("{path}: retrying in {retry_in_ms} ms: {reason}"),
+        Event::TurnAborted { path, reason } => format!("{path}: turn aborted: {reason}"),
+        Event::TurnCompleted { path, .. } => format!("{path}: turn completed"),
+        Event::TurnStarted { .. }
+        | Event::MailDelivered { .. }
+        | Event::AgentStatus { .. }
+        | Event::Usage { .. }
+        | Event::SessionCompleted { .. } => return None,
+    })
+}

@@ -1,0 +1,292 @@
+//! The scripted model: a deterministic provider driven by a JSON script (see `cli.md`).
+//!
+//! The whole script is validated when it is loaded. Each agent path gets its own cursor over the
+//! responses of the first entry that fits it; cursors and the record of requests live as long as
+//! the `ScriptedModel` value.
+
+mod script;
+mod template;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use arbor_protocol::{AgentPath, ResponseItem, Usage};
+
+use crate::{
+    BoxFuture, ModelClient, ModelError, ModelEvent, ModelEvents, ModelRequest, ModelResponse,
+};
+use script::{Item, Script};
+use template::Context;
+
+/// Why a script could not be loaded. Every variant names the file (when there is one) and, for
+/// a bad script, the JSON path of the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// The file could not be read.
+    #[error("script {}: cannot read the file: {reason}", file.display())]
+    Read { file: PathBuf, reason: String },
+    /// The text is not JSON.
+    #[error("{}: invalid json at line {line} column {column}: {reason}", origin(.file))]
+    Syntax {
+        file: Option<PathBuf>,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    /// The JSON is not a valid script; `at` is a JSON path such as `$.agents[0].match`.
+    #[error("{}: {at}: {reason}", origin(.file))]
+    Invalid {
+        file: Option<PathBuf>,
+        at: String,
+        reason: String,
+    },
+}
+
+fn origin(file: &Option<PathBuf>) -> String {
+    match file {
+        Some(file) => format!("script {}", file.display()),
+        None => "script".to_string(),
+    }
+}
+
+/// A model provider that answers from a script: deterministic, offline, instant unless a
+/// response asks for a delay.
+#[derive(Debug)]
+pub struct ScriptedModel {
+    script: Script,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// How many responses each agent has consumed.
+    served: HashMap<AgentPath, usize>,
+    /// Every request, in arrival order.
+    requests: Vec<ModelRequest>,
+    /// Recording is on unless a benchmark turns it off.
+    not_recording: bool,
+}
+
+impl ScriptedModel {
+    /// Parses and validates a script.
+    pub fn from_json(text: &str) -> Result<Self, ScriptError> {
+        Self::parse(text, None)
+    }
+
+    /// Reads, parses and validates the script at `path`; errors name the file.
+    pub fn load(path: &Path) -> Result<Self, ScriptError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read {
+            file: path.to_path_buf(),
+            reason: error.to_string(),
+        })?;
+        Self::parse(&text, Some(path))
+    }
+
+    fn parse(text: &str, file: Option<&Path>) -> Result<Self, ScriptError> {
+        let file = file.map(Path::to_path_buf);
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
+            let (line, column) = (error.line(), error.column());
+            let full = error.to_string();
+            let reason = full
+                .strip_suffix(&format!(" at line {line} column {column}"))
+                .unwrap_or(&full)
+                .to_string();
+            ScriptError::Syntax {
+                file: file.clone(),
+                line,
+                column,
+                reason,
+            }
+        })?;
+        let script = Script::from_value(&value).map_err(|invalid| ScriptError::Invalid {
+            file,
+            at: invalid.at,
+            reason: invalid.reason,
+        })?;
+        Ok(Self {
+            script,
+            state: Mutex::default(),
+        })
+    }
+
+    /// Turns request recording on or off (on by default). Benchmarks turn it off so that the
+    /// copies of long histories do not count as the orchestrator's memory.
+    pub fn set_recording(&self, on: bool) {
+        self.lock().not_recording = !on;
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.lock().requests.clone()
+    }
+
+    /// The requests `path` sent, in arrival order.
+    pub fn requests_for(&self, path: &AgentPath) -> Vec<ModelRequest> {
+        self.lock()
+            .requests
+            .iter()
+            .filter(|request| request.agent.path == *path)
+            .cloned()
+            .collect()
+    }
+
+    /// The state stays consistent after a panic elsewhere (every update is a single step), so a
+    /// poisoned lock is simply taken over.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `request`, consumes the agent's next response and fills it in: the delay and the
+    /// items to answer with.
+    fn next_answer(&self, request: &ModelRequest) -> Result<(u64, Vec<ResponseItem>), ModelError> {
+        let path = &request.agent.path;
+        let response = {
+            let mut state = self.lock();
+            if !state.not_recording {
+                state.requests.push(request.clone());
+            }
+            let entry = self
+                .script
+                .entry_for(&request.agent)
+                .ok_or_else(|| ModelError::Script(format!("no script entry matches {path}")))?;
+            let served = state.served.entry(path.clone()).or_insert(0);
+            let count = entry.responses.len();
+            let at = if *served < count {
+                *served
+            } else if entry.repeat {
+                *served % count
+            } else {
+                return Err(ModelError::Script(format!("script exhausted for {path}")));
+            };
+            *served += 1;
+            entry
+                .responses
+                .get(at)
+                .ok_or_else(|| ModelError::Script(format!("script exhausted for {path}")))?
+        };
+        let context = Context::of(request);
+        let prefix = call_prefix(path);
+        let mut next_call = prior_calls(&request.input);
+        let items = response
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::Say(text) => ResponseItem::Message {
+                    role: "assistant".to_string(),
+                    content: text.render(&context),
+                },
+                Item::Call { name, args } => {
+                    let call_id = format!("{prefix}_{next_call}");
+                    next_call += 1;
+                    ResponseItem::FunctionCall {
+                        call_id,
+                        name: name.clone(),
+                        arguments: args.render(&context).to_string(),
+                    }
+                }
+            })
+            .collect();
+        Ok((response.delay_ms, items))
+    }
+}
+
+impl ModelClient for ScriptedModel {
+    fn provider(&self) -> &str {
+        "script"
+    }
+
+    fn respond<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: &'a ModelEvents,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async move {
+            let (delay_ms, items) = self.next_answer(request)?;
+            if delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            for item in &items {
+                // A dropped receiver only means nobody is watching the stream.
+                let _ = events.send(ModelEvent::ItemDone(item.clone()));
+            }
+            let usage = estimate_usage(request, &items);
+            Ok(ModelResponse {
+                items,
+                usage: Some(usage),
+            })
+        })
+    }
+}
+
+/// `call_<12 hex digits of a hash of the agent path>`: the same for an agent in every process,
+/// different across agents.
+fn call_prefix(path: &AgentPath) -> String {
+    // FNV-1a, 64 bits: stable across builds and platforms, unlike the std hasher.
+    let hash = path
+        .as_str()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    format!("call_{:012x}", hash & 0xffff_ffff_ffff)
+}
+
+/// How many calls the agent's history already holds: new call ids count on from there, so they
+/// stay unique within the history even across processes.
+fn prior_calls(input: &[ResponseItem]) -> usize {
+    input
+        .iter()
+        .filter(|item| matches!(item, ResponseItem::FunctionCall { .. }))
+        .count()
+}
+
+/// About four characters per token, rounded up, for input (instructions, history, tools) and
+/// output alike; nothing is cached.
+fn estimate_usage(request: &ModelRequest, output: &[ResponseItem]) -> Usage {
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|tool| {
+            tool.name.chars().count()
+                + tool.description.chars().count()
+                + tool.parameters.to_string().chars().count()
+        })
+        .sum();
+    let input = request.instructions.chars().count() + item_chars(&request.input) + tools;
+    Usage {
+        input_tokens: tokens(input),
+        cached_input_tokens: 0,
+        output_tokens: tokens(item_chars(output)),
+    }
+}
+
+fn item_chars(items: &[ResponseItem]) -> usize {
+    items
+        .iter()
+        .map(|item| match item {
+            ResponseItem::Message { content, .. } => content.chars().count(),
+            ResponseItem::FunctionCall {
+                name, arguments, ..
+            } => name.chars().count() + arguments.chars().count(),
+            ResponseItem::FunctionCallOutput { output, .. } => output.chars().count(),
+            ResponseItem::Reasoning {
+                summary,
+                encrypted_content,
+            } => {
+                summary.iter().map(|s| s.chars().count()).sum::<usize>()
+                    + encrypted_content.as_ref().map_or(0, String::len)
+            }
+        })
+        .sum()
+}
+
+fn tokens(chars: usize) -> u64 {
+    u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod validation_tests;

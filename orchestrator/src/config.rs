@@ -1,0 +1,67 @@
+//! Run configuration: every limit of the runtime, with its default, in one place.
+
+use std::path::PathBuf;
+
+use arbor_protocol::{ApprovalPolicy, SandboxMode};
+
+/// Default deepest spawn depth (the root is 0).
+pub const DEFAULT_MAX_DEPTH: u32 = 1;
+/// Default number of child turns running at once.
+pub const DEFAULT_MAX_RUNNING: usize = 6;
+/// Default number of loaded child runtimes.
+pub const DEFAULT_MAX_RESIDENT: usize = 16;
+/// Default number of model responses one turn may make.
+pub const DEFAULT_MAX_TURN_RESPONSES: usize = 200;
+/// `wait_agent` timeouts, in milliseconds.
+pub const WAIT_DEFAULT_MS: u64 = 30_000;
+pub const WAIT_MIN_MS: u64 = 1_000;
+pub const WAIT_MAX_MS: u64 = 3_600_000;
+/// Largest tool output the model sees, in bytes (middle-truncated past this).
+pub const TOOL_OUTPUT_MAX_BYTES: usize = 16 * 1024;
+/// Largest mail content, in bytes (middle-truncated past this).
+pub const MAIL_MAX_BYTES: usize = 64 * 1024;
+
+/// How one process runs a session.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// `ARBOR_HOME`: the store, the rollouts, roles and config.
+    pub home: PathBuf,
+    /// The workspace the root agent works in.
+    pub cwd: PathBuf,
+    /// Model name for agents that do not name their own.
+    pub model: String,
+    pub reasoning_effort: Option<String>,
+    pub approval_policy: ApprovalPolicy,
+    pub sandbox: SandboxMode,
+    pub max_depth: u32,
+    pub max_running: usize,
+    pub max_resident: usize,
+    pub max_turn_responses: usize,
+    pub wait_default_ms: u64,
+    pub wait_min_ms: u64,
+    pub wait_max_ms: u64,
+    /// Wake an idle parent once when all its children finished and results wait (behaviour §4).
+    pub wake_once: bool,
+}
+
+impl RunConfig {
+    /// Defaults for a session rooted at `cwd` with its state in `home`.
+    pub fn new(home: PathBuf, cwd: PathBuf) -> Self {
+        Self {
+            home,
+            cwd,
+            model: "scripted".to_string(),
+            reasoning_effort: None,
+            approval_policy: ApprovalPolicy::OnRequest,
+            sandbox: SandboxMode::WorkspaceWrite,
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_running: DEFAULT_MAX_RUNNING,
+            max_resident: DEFAULT_MAX_RESIDENT,
+            max_turn_responses: DEFAULT_MAX_TURN_RESPONSES,
+            wait_default_ms: WAIT_DEFAULT_MS,
+            wait_min_ms: WAIT_MIN_MS,
+            wait_max_ms: WAIT_MAX_MS,
+            wake_once: true,
+        }
+    }
+}

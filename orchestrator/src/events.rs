@@ -1,0 +1,41 @@
+//! The event bus: every event goes to each subscriber in the order it was emitted.
+
+use std::sync::Mutex;
+
+use arbor_protocol::{Event, EventLine, Timestamp};
+use tokio::sync::mpsc;
+
+/// Fans events out to subscribers. Emission order is causal order: an event is emitted by the
+/// code that caused it, after whatever caused it was emitted and persisted.
+#[derive(Debug, Default)]
+pub struct EventBus {
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<EventLine>>>,
+}
+
+impl EventBus {
+    /// A new receiver of every event emitted from now on.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<EventLine> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.lock().push(tx);
+        rx
+    }
+
+    /// Sends an event, stamped now, to every live subscriber.
+    pub fn emit(&self, event: Event) {
+        let mut subscribers = self.lock();
+        if subscribers.is_empty() {
+            return;
+        }
+        let line = EventLine {
+            event,
+            ts: Timestamp::now(),
+        };
+        subscribers.retain(|tx| tx.send(line.clone()).is_ok());
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<EventLine>>> {
+        self.subscribers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,115 @@
+//! Creating agents: identity, rollout header (synced), thread row and open edge (committed),
+//! registration, task, and the `agent.spawned` event — in that order.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arbor_agent_graph::{EdgeStatus, ThreadRecord};
+use arbor_protocol::{
+    AgentPath, AgentStatus, Event, ROLLOUT_FORMAT_VERSION, SessionMeta, ThreadId, Timestamp,
+};
+use arbor_roles::{Capabilities, Role};
+use arbor_rollout::RolloutWriter;
+
+use crate::agent::{Agent, Identity};
+use crate::runtime::Inner;
+use crate::turn::agent_task;
+
+/// What a new agent is made of.
+#[derive(Debug)]
+pub struct NewAgent<'a> {
+    pub id: ThreadId,
+    pub path: AgentPath,
+    pub parent: Option<&'a Arc<Agent>>,
+    pub role: &'a Role,
+    pub model: String,
+    pub effort: Option<String>,
+    pub caps: Capabilities,
+    pub nickname: Option<String>,
+    pub cwd: PathBuf,
+    pub internal: bool,
+}
+
+/// Creates, persists, registers and starts an agent. Its status is `pending_init`.
+pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<Agent>, String> {
+    let id = new.id;
+    let meta = SessionMeta {
+        thread_id: id,
+        session_id: if new.parent.is_some() {
+            inner.session_id
+        } else {
+            id
+        },
+        parent_id: new.parent.map(|p| p.id()),
+        path: new.path.clone(),
+        depth: new.path.depth() as u32,
+        nickname: new.nickname.clone(),
+        role: new.role.name.clone(),
+        model: new.model.clone(),
+        effort: new.effort.clone(),
+        sandbox: new.caps.sandbox.as_str().to_string(),
+        cwd: new.cwd.display().to_string(),
+        format_version: ROLLOUT_FORMAT_VERSION,
+    };
+    let home = inner.config.home.clone();
+    let header = meta.clone();
+    let writer = tokio::task::spawn_blocking(move || RolloutWriter::create(&home, &header))
+        .await
+        .map_err(|err| format!("could not create the agent: {err}"))?
+        .map_err(|err| format!("could not create the agent: {err}"))?;
+    let record =
+        ThreadRecord::from_meta(&meta, writer.path().display().to_string(), Timestamp::now());
+    let thread = inner.store.upsert_thread(record);
+    let edge = new
+        .parent
+        .map(|parent| inner.store.upsert_edge(parent.id(), id, EdgeStatus::Open));
+    thread
+        .await
+        .map_err(|err| format!("could not record the agent: {err}"))?;
+    if let Some(edge) = edge {
+        edge.await
+            .map_err(|err| format!("could not record the agent: {err}"))?;
+    }
+    let token = match new.parent {
+        Some(parent) => parent.token.child_token(),
+        None => inner.root_token.child_token(),
+    };
+    let identity = Identity {
+        id,
+        path: new.path.clone(),
+        parent: new.parent.map(|p| p.id()),
+        depth: meta.depth,
+        nickname: new.nickname.clone(),
+        role: new.role.name.clone(),
+        model: new.model,
+        effort: new.effort,
+        caps: new.caps,
+        cwd: new.cwd,
+        instructions: instructions_for(new.role),
+        internal: new.internal,
+    };
+    let (agent, go) = Agent::new(identity, token, writer, AgentStatus::PendingInit);
+    if !inner.registry.insert(Arc::clone(&agent)) {
+        return Err(format!("agent path `{}` already exists", new.path));
+    }
+    inner
+        .tracker
+        .spawn(agent_task(Arc::clone(inner), Arc::clone(&agent), go));
+    inner.events.emit(Event::AgentSpawned {
+        path: new.path,
+        nickname: new.nickname,
+        role: new.role.name.clone(),
+        parent: new.parent.map(|p| p.path().clone()),
+    });
+    Ok(agent)
+}
+
+/// The instructions sent with every request of an agent of this role.
+fn instructions_for(role: &Role) -> String {
+    format!(
+        "You are an agent in arbor, a tree of cooperating coding agents. Your path names you; \
+         other agents reach you by it. Use the tools to do your task; your final answer (a reply \
+         with no tool calls) ends your turn and is sent to your parent.\n\n{}",
+        role.developer_instructions
+    )
+}

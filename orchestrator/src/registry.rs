@@ -1,0 +1,79 @@
+//! The agent registry: live agents by id, open agents by path, children by parent.
+
+use std::sync::Arc;
+
+use arbor_protocol::{AgentPath, ThreadId};
+use dashmap::DashMap;
+
+use crate::agent::Agent;
+
+/// Every agent this process knows, keyed by id and (while open) by path.
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_id: DashMap<ThreadId, Arc<Agent>>,
+    open_paths: DashMap<AgentPath, ThreadId>,
+    children: DashMap<ThreadId, Vec<ThreadId>>,
+}
+
+impl Registry {
+    /// Registers an agent. Returns false, changing nothing, when its path is already open.
+    pub fn insert(&self, agent: Arc<Agent>) -> bool {
+        let id = agent.id();
+        match self.open_paths.entry(agent.path().clone()) {
+            dashmap::Entry::Occupied(_) => return false,
+            dashmap::Entry::Vacant(slot) => {
+                slot.insert(id);
+            }
+        }
+        if let Some(parent) = agent.identity.parent {
+            self.children.entry(parent).or_default().push(id);
+        }
+        self.by_id.insert(id, agent);
+        true
+    }
+
+    /// The agent with this id, open or closed.
+    pub fn get(&self, id: ThreadId) -> Option<Arc<Agent>> {
+        self.by_id.get(&id).map(|entry| Arc::clone(entry.value()))
+    }
+
+    /// The open agent at this path.
+    pub fn open_at(&self, path: &AgentPath) -> Option<Arc<Agent>> {
+        let id = *self.open_paths.get(path)?.value();
+        self.get(id)
+    }
+
+    /// Whether an open agent holds this path.
+    pub fn path_taken(&self, path: &AgentPath) -> bool {
+        self.open_paths.contains_key(path)
+    }
+
+    /// Frees a closed agent's path for reuse; the agent stays reachable by id.
+    pub fn release_path(&self, agent: &Agent) {
+        self.open_paths
+            .remove_if(agent.path(), |_, id| *id == agent.id());
+    }
+
+    /// The direct children of an agent, in spawn order.
+    pub fn children(&self, parent: ThreadId) -> Vec<Arc<Agent>> {
+        let ids = self
+            .children
+            .get(&parent)
+            .map(|entry| entry.value().clone())
+            .unwrap_or_default();
+        ids.into_iter().filter_map(|id| self.get(id)).collect()
+    }
+
+    /// Every agent, in id (creation) order.
+    pub fn all(&self) -> Vec<Arc<Agent>> {
+        let mut agents: Vec<Arc<Agent>> =
+            self.by_id.iter().map(|e| Arc::clone(e.value())).collect();
+        agents.sort_by_key(|a| a.id());
+        agents
+    }
+
+    /// Number of agents known.
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+}

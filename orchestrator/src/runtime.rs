@@ -1,0 +1,279 @@
+//! Shared runtime state (`Inner`) and the turn scheduler: the `max_running` cap, the queue of
+//! turns over it, and the busy count that defines quiescence.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arbor_agent_graph::Store;
+use arbor_model::ModelClient;
+use arbor_protocol::{AgentStatus, Event, ThreadId};
+use arbor_roles::{NicknamePool, Role, RoleSet};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::Agent;
+use crate::config::RunConfig;
+use crate::events::EventBus;
+use crate::registry::Registry;
+
+/// Everything the agents of one session share.
+pub struct Inner {
+    pub config: RunConfig,
+    pub session_id: ThreadId,
+    pub store: Store,
+    pub model: Arc<dyn ModelClient>,
+    pub roles: RoleSet,
+    pub registry: Registry,
+    pub events: EventBus,
+    /// Bumped after every change a waiter may care about (status, mail, residency).
+    pub changed: watch::Sender<u64>,
+    sched: Mutex<Scheduler>,
+    /// Turns queued or running, anywhere in the tree. Zero means quiescent.
+    busy: AtomicUsize,
+    /// Nickname pools: the built-in one under "", roles with their own candidates by name.
+    nicknames: Mutex<HashMap<String, NicknamePool>>,
+    /// The session's token: every agent's token descends from it.
+    pub root_token: CancellationToken,
+    pub tracker: TaskTracker,
+    /// False once the session drains: no new turn starts.
+    accepting: std::sync::atomic::AtomicBool,
+    /// Why the session is stopping (`user_interrupt`, `parent_exit`), for aborted turns.
+    stop_reason: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("session_id", &self.session_id)
+            .field("agents", &self.registry.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Scheduler {
+    running: usize,
+    queue: VecDeque<ThreadId>,
+}
+
+impl Inner {
+    /// Assembles the shared state of a session.
+    pub fn new(
+        config: RunConfig,
+        session_id: ThreadId,
+        store: Store,
+        model: Arc<dyn ModelClient>,
+        roles: RoleSet,
+    ) -> Self {
+        Self {
+            config,
+            session_id,
+            store,
+            model,
+            roles,
+            registry: Registry::default(),
+            events: EventBus::default(),
+            changed: watch::Sender::new(0),
+            sched: Mutex::new(Scheduler::default()),
+            busy: AtomicUsize::new(0),
+            nicknames: Mutex::new(HashMap::new()),
+            root_token: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+            stop_reason: Mutex::new(None),
+            accepting: std::sync::atomic::AtomicBool::new(true),
+        }
+    }
+
+    /// Draws a nickname for a new agent of `role` (the role's own candidates if it has them).
+    pub fn draw_nickname(&self, role: &Role) -> String {
+        let key = if role.nickname_candidates.is_some() {
+            role.name.as_str()
+        } else {
+            ""
+        };
+        let mut pools = self
+            .nicknames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let seed = self.nickname_seed();
+        pools
+            .entry(key.to_string())
+            .or_insert_with(|| NicknamePool::new(role.nicknames(), seed))
+            .draw()
+    }
+
+    fn nickname_seed(&self) -> u64 {
+        let text = self.session_id.to_string();
+        text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    /// Starts no new turn from now on (running turns go on until they end or are stopped).
+    pub fn stop_accepting(&self) {
+        self.accepting.store(false, Ordering::SeqCst);
+        self.bump();
+    }
+
+    /// Cancels every agent of the session, recording why.
+    pub fn stop(&self, reason: &str) {
+        self.stop_accepting();
+        *self
+            .stop_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(reason.to_string());
+        self.root_token.cancel();
+    }
+
+    /// Why turns cut short by a cancellation ended (`interrupted` unless the session stops).
+    pub fn stop_reason(&self) -> String {
+        self.stop_reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| "interrupted".to_string())
+    }
+
+    /// Wakes everything waiting on a change.
+    pub fn bump(&self) {
+        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Sets an agent's status: memory first, then the store (queued behind earlier writes, so
+    /// the store never shows an older status after a newer one), then the event.
+    pub fn set_status(&self, agent: &Agent, status: AgentStatus) {
+        agent.state().status = status.clone();
+        self.persist_status(agent, &status);
+        self.events.emit(Event::AgentStatus {
+            path: agent.path().clone(),
+            status,
+        });
+        self.bump();
+    }
+
+    /// Mirrors a status into the thread index without waiting for the commit.
+    pub fn persist_status(&self, agent: &Agent, status: &AgentStatus) {
+        drop(self.store.set_thread_status(agent.id(), status));
+    }
+
+    /// Turns queued or running anywhere in the tree.
+    pub fn busy(&self) -> usize {
+        self.busy.load(Ordering::SeqCst)
+    }
+
+    /// Asks for a turn of `agent`. Before this returns the agent is `pending_init`, `queued`
+    /// or `running`. A closed agent or one already scheduled is left alone.
+    pub fn request_turn(&self, agent: &Arc<Agent>) {
+        let counted = counts_against_cap(agent);
+        let new_status = {
+            let mut state = agent.state();
+            if state.scheduled
+                || state.closed
+                || agent.token.is_cancelled()
+                || !self.accepting.load(Ordering::SeqCst)
+            {
+                return;
+            }
+            state.scheduled = true;
+            self.busy.fetch_add(1, Ordering::SeqCst);
+            let granted = !counted || {
+                let mut sched = self.lock_sched();
+                if sched.running < self.config.max_running {
+                    sched.running += 1;
+                    true
+                } else {
+                    sched.queue.push_back(agent.id());
+                    false
+                }
+            };
+            if granted {
+                agent.send_go();
+                match state.status {
+                    AgentStatus::PendingInit | AgentStatus::Running => None,
+                    _ => Some(AgentStatus::Running),
+                }
+            } else {
+                Some(AgentStatus::Queued)
+            }
+        };
+        if let Some(status) = new_status {
+            self.set_status(agent, status);
+        } else {
+            self.bump();
+        }
+    }
+
+    /// A turn of `agent` ended: frees its slot and starts queued turns in order.
+    pub fn release_turn_slot(&self, agent: &Agent) {
+        if counts_against_cap(agent) {
+            self.release_slot();
+        }
+    }
+
+    /// The last step of a turn's end, after every wake it causes has been requested, so
+    /// quiescence is never seen early.
+    pub fn turn_done(&self) {
+        self.busy.fetch_sub(1, Ordering::SeqCst);
+        self.bump();
+    }
+
+    /// Takes a queued turn out of the queue. True when it was there (it held no slot).
+    pub fn dequeue(&self, agent: &Agent) -> bool {
+        let removed = {
+            let mut sched = self.lock_sched();
+            let before = sched.queue.len();
+            sched.queue.retain(|id| *id != agent.id());
+            before != sched.queue.len()
+        };
+        if removed {
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+            self.bump();
+        }
+        removed
+    }
+
+    /// A scheduled turn will never run (its agent stopped first): undo its accounting.
+    pub fn abandon_turn(&self, agent: &Agent) {
+        if !self.dequeue(agent) {
+            self.release_turn_slot(agent);
+            self.turn_done();
+        }
+    }
+
+    /// Position (from 1) of an agent in the queue of turns over the cap.
+    pub fn queue_position(&self, id: ThreadId) -> Option<usize> {
+        let sched = self.lock_sched();
+        sched.queue.iter().position(|q| *q == id).map(|p| p + 1)
+    }
+
+    fn release_slot(&self) {
+        let mut starts = Vec::new();
+        {
+            let mut sched = self.lock_sched();
+            sched.running = sched.running.saturating_sub(1);
+            while sched.running < self.config.max_running {
+                let Some(next) = sched.queue.pop_front() else {
+                    break;
+                };
+                sched.running += 1;
+                starts.push(next);
+            }
+        }
+        for id in starts {
+            if let Some(agent) = self.registry.get(id) {
+                agent.send_go();
+            }
+        }
+    }
+
+    fn lock_sched(&self) -> std::sync::MutexGuard<'_, Scheduler> {
+        self.sched.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Root and internal agents run outside `max_running`.
+fn counts_against_cap(agent: &Agent) -> bool {
+    !agent.path().is_root() && !agent.identity.internal
+}

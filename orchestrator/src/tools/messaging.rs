@@ -1,0 +1,41 @@
+//! `send_message` (queue only) and `followup_task` (wakes the target).
+
+use std::sync::Arc;
+
+use arbor_protocol::MailKind;
+use serde::Deserialize;
+
+use super::{ToolResult, parse_args, resolve_target};
+use crate::agent::Agent;
+use crate::mail::{self, EMPTY_MESSAGE};
+use crate::runtime::Inner;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MessageArgs {
+    target: String,
+    message: String,
+}
+
+pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+    let args: MessageArgs = parse_args("send_message", arguments)?;
+    if mail::is_empty_message(&args.message) {
+        return Err(EMPTY_MESSAGE.to_string());
+    }
+    let target = resolve_target(inner, caller, &args.target)?;
+    mail::send(inner, caller, &target, MailKind::Message, &args.message).await?;
+    Ok(String::new())
+}
+
+pub async fn followup_task(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+    let args: MessageArgs = parse_args("followup_task", arguments)?;
+    if mail::is_empty_message(&args.message) {
+        return Err(EMPTY_MESSAGE.to_string());
+    }
+    let target = resolve_target(inner, caller, &args.target)?;
+    if target.path().is_root() {
+        return Err("Follow-up tasks can't target the root agent".to_string());
+    }
+    mail::send(inner, caller, &target, MailKind::Followup, &args.message).await?;
+    Ok(String::new())
+}

@@ -1,0 +1,156 @@
+//! Tool calls: dispatch by name, argument parsing, target resolution, and running the calls of
+//! one response (tree calls in call order, slow calls concurrently, results in call order).
+
+mod manage;
+mod messaging;
+mod spawn;
+pub mod specs;
+mod wait;
+mod work;
+
+use std::sync::Arc;
+
+use arbor_protocol::text::truncate_middle;
+use arbor_protocol::{ThreadId, ToolSpec};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinSet;
+
+use crate::agent::Agent;
+use crate::config::TOOL_OUTPUT_MAX_BYTES;
+use crate::runtime::Inner;
+
+/// One function call from a model response.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// What a tool returns: output text for the model, or an error text given to it verbatim.
+pub type ToolResult = Result<String, String>;
+
+/// Runs the calls of one response and returns their outputs in call order. Calls that change
+/// the tree run one after another in call order; `exec_command`, `apply_patch` and
+/// `wait_agent` run concurrently with everything else.
+pub async fn run_calls(inner: &Arc<Inner>, agent: &Arc<Agent>, calls: &[Call]) -> Vec<String> {
+    let mut outputs: Vec<Option<String>> = vec![None; calls.len()];
+    let mut slow = JoinSet::new();
+    for (index, call) in calls.iter().enumerate() {
+        if is_slow(&call.name) && calls.len() > 1 {
+            let inner = Arc::clone(inner);
+            let agent = Arc::clone(agent);
+            let call = call.clone();
+            slow.spawn(async move { (index, dispatch(&inner, &agent, &call).await) });
+        } else {
+            outputs[index] = Some(dispatch(inner, agent, call).await);
+        }
+    }
+    while let Some(joined) = slow.join_next().await {
+        match joined {
+            Ok((index, output)) => outputs[index] = Some(output),
+            Err(err) => tracing::error!(error = %err, "tool task failed"),
+        }
+    }
+    outputs
+        .into_iter()
+        .map(|output| output.unwrap_or_else(|| "the tool failed to run".to_string()))
+        .collect()
+}
+
+fn is_slow(name: &str) -> bool {
+    matches!(name, "exec_command" | "apply_patch" | "wait_agent")
+}
+
+/// Runs one call and returns the model-visible output (bounded).
+pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> String {
+    let result = if !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
+        Err(format!(
+            "tool `{}` is not available to this agent",
+            call.name
+        ))
+    } else {
+        match call.name.as_str() {
+            "spawn_agent" => spawn::spawn_agent(inner, agent, &call.arguments).await,
+            "send_message" => messaging::send_message(inner, agent, &call.arguments).await,
+            "followup_task" => messaging::followup_task(inner, agent, &call.arguments).await,
+            "wait_agent" => wait::wait_agent(inner, agent, &call.arguments).await,
+            "list_agents" => manage::list_agents(inner, agent, &call.arguments),
+            "close_agent" => manage::close_agent(inner, agent, &call.arguments).await,
+            "interrupt_agent" => manage::interrupt_agent(inner, agent, &call.arguments),
+            "exec_command" => work::exec_command(inner, agent, &call.arguments).await,
+            "apply_patch" => work::apply_patch(inner, agent, &call.arguments).await,
+            other => Err(format!("unknown tool `{other}`")),
+        }
+    };
+    let text = match result {
+        Ok(output) | Err(output) => output,
+    };
+    truncate_middle(&text, TOOL_OUTPUT_MAX_BYTES)
+}
+
+/// Parses a tool's arguments, naming the tool in the error.
+pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    serde_json::from_str(text).map_err(|err| format!("invalid arguments for {tool}: {err}"))
+}
+
+/// The tools an agent is offered, in its role's stable order.
+pub fn specs_for(inner: &Inner, agent: &Agent) -> Vec<ToolSpec> {
+    agent
+        .identity
+        .caps
+        .tools
+        .iter()
+        .filter_map(|name| spec_named(inner, name))
+        .collect()
+}
+
+fn spec_named(inner: &Inner, name: &str) -> Option<ToolSpec> {
+    match name {
+        "spawn_agent" => Some(specs::spawn_agent(&inner.roles.describe_for_spawn())),
+        "exec_command" => Some(arbor_tools::exec_tool_spec()),
+        "apply_patch" => Some(arbor_tools::apply_patch_tool_spec()),
+        other => specs::messaging_tools()
+            .into_iter()
+            .find(|spec| spec.name == other),
+    }
+}
+
+/// Resolves a tool's `target` (a thread id or a path) to an open agent, as the caller names
+/// it. Internal agents are not reachable by models.
+pub fn resolve_target(inner: &Inner, caller: &Agent, target: &str) -> Result<Arc<Agent>, String> {
+    let target = target.trim();
+    if let Ok(id) = ThreadId::parse(target) {
+        return match inner.registry.get(id) {
+            Some(agent) if agent.identity.internal => Err(format!("agent `{target}` not found")),
+            Some(agent) if agent.state().closed => Err(format!("agent {} is closed", agent.path())),
+            Some(agent) => Ok(agent),
+            None => Err(format!("agent `{target}` not found")),
+        };
+    }
+    let path = caller
+        .path()
+        .resolve(target)
+        .map_err(|err| err.to_string())?;
+    match inner.registry.open_at(&path) {
+        Some(agent) if !agent.identity.internal => Ok(agent),
+        Some(_) => Err(format!("live agent path `{path}` not found")),
+        None => {
+            let was_closed = inner
+                .registry
+                .all()
+                .iter()
+                .any(|agent| agent.path() == &path && agent.state().closed);
+            if was_closed {
+                Err(format!("agent {path} is closed"))
+            } else {
+                Err(format!("live agent path `{path}` not found"))
+            }
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! `spawn_agent`: name and depth checks, role narrowing, nickname, fork, the spawn mail.
+
+use std::sync::Arc;
+
+use arbor_protocol::{AgentPath, MailKind, ResponseItem, ThreadId};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{ToolResult, parse_args};
+use crate::agent::Agent;
+use crate::lifecycle::{NewAgent, create_agent};
+use crate::mail::{self, EMPTY_MESSAGE};
+use crate::runtime::Inner;
+
+/// The reserved name of the internal guardian under the root.
+pub const GUARDIAN_NAME: &str = "guardian";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpawnArgs {
+    task_name: String,
+    message: String,
+    #[serde(default)]
+    agent_type: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    reasoning_effort: Option<String>,
+    #[serde(default)]
+    fork_turns: Option<String>,
+}
+
+/// How much of the parent's history a child starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fork {
+    None,
+    All,
+    Last(usize),
+}
+
+impl Fork {
+    /// Parses `none`, `all` or a positive integer string.
+    pub fn parse(text: Option<&str>) -> Result<Self, String> {
+        match text.map(str::trim) {
+            None | Some("none") => Ok(Self::None),
+            Some("all") => Ok(Self::All),
+            Some(n) => match n.parse::<usize>() {
+                Ok(turns) if turns > 0 => Ok(Self::Last(turns)),
+                _ => Err(format!(
+                    "fork_turns must be \"none\", \"all\" or a positive integer, got `{n}`"
+                )),
+            },
+        }
+    }
+}
+
+pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+    let args: SpawnArgs = parse_args("spawn_agent", arguments)?;
+    AgentPath::validate_name(&args.task_name).map_err(|err| err.to_string())?;
+    let path = caller
+        .path()
+        .join(&args.task_name)
+        .map_err(|err| err.to_string())?;
+    if caller.path().is_root() && args.task_name == GUARDIAN_NAME {
+        return Err(format!("agent path `{path}` already exists"));
+    }
+    if !caller.identity.caps.can_spawn {
+        return Err(format!(
+            "role '{}' cannot spawn agents",
+            caller.identity.role
+        ));
+    }
+    let depth = caller.identity.depth + 1;
+    if depth > inner.config.max_depth {
+        return Err(format!(
+            "agent depth limit reached: max depth is {}",
+            inner.config.max_depth
+        ));
+    }
+    if inner.registry.path_taken(&path) {
+        return Err(format!("agent path `{path}` already exists"));
+    }
+    let role = inner
+        .roles
+        .for_spawn(args.agent_type.as_deref())
+        .map_err(|err| err.to_string())?;
+    if mail::is_empty_message(&args.message) {
+        return Err(EMPTY_MESSAGE.to_string());
+    }
+    let fork = Fork::parse(args.fork_turns.as_deref())?;
+    let model = args
+        .model
+        .or_else(|| role.model.clone())
+        .unwrap_or_else(|| caller.identity.model.clone());
+    let effort = args
+        .reasoning_effort
+        .or_else(|| role.reasoning_effort.clone())
+        .or_else(|| caller.identity.effort.clone());
+    let nickname = inner.draw_nickname(role);
+    let child = create_agent(
+        inner,
+        NewAgent {
+            id: ThreadId::new(),
+            path,
+            parent: Some(caller),
+            role,
+            model,
+            effort,
+            caps: caller.identity.caps.narrow_for(role),
+            nickname: Some(nickname.clone()),
+            cwd: caller.identity.cwd.clone(),
+            internal: false,
+        },
+    )
+    .await?;
+    let forked = forked_history(caller, fork);
+    if !forked.is_empty() {
+        let lines: Vec<_> = forked
+            .iter()
+            .cloned()
+            .map(arbor_protocol::RolloutItem::ResponseItem)
+            .collect();
+        child.record(&lines).map_err(|err| err.to_string())?;
+        child.state().history.extend(forked);
+    }
+    mail::send(inner, caller, &child, MailKind::Spawn, &args.message).await?;
+    Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
+}
+
+/// The parent's last turns as a child sees them: user messages and final answers only.
+fn forked_history(parent: &Agent, fork: Fork) -> Vec<ResponseItem> {
+    let state = parent.state();
+    let spans = &state.turns;
+    let first = match fork {
+        Fork::None => return Vec::new(),
+        Fork::All => 0,
+        // The running turn (the one spawning) is the last span; it counts as one of the N.
+        Fork::Last(n) => spans.len().saturating_sub(n),
+    };
+    let mut items = Vec::new();
+    for (index, span) in spans.iter().enumerate().skip(first) {
+        let end = spans
+            .get(index + 1)
+            .map_or(state.history.len(), |next| next.start);
+        for item in &state.history[span.start..end] {
+            if let ResponseItem::Message { role, .. } = item
+                && role == "user"
+            {
+                items.push(item.clone());
+            }
+        }
+        if let Some(answer) = &span.final_answer {
+            items.push(ResponseItem::Message {
+                role: "assistant".to_string(),
+                content: answer.clone(),
+            });
+        }
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fork;
+
+    #[test]
+    fn fork_turns_parse() {
+        assert_eq!(Fork::parse(None), Ok(Fork::None));
+        assert_eq!(Fork::parse(Some("none")), Ok(Fork::None));
+        assert_eq!(Fork::parse(Some("all")), Ok(Fork::All));
+        assert_eq!(Fork::parse(Some("3")), Ok(Fork::Last(3)));
+        assert!(Fork::parse(Some("0")).is_err());
+        assert!(Fork::parse(Some("-1")).is_err());
+        assert!(Fork::parse(Some("some")).is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! The JSON schemas of the multi-agent tools, and the tool list an agent is offered.
+
+use arbor_protocol::ToolSpec;
+use serde_json::{Value, json};
+
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
+    ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        parameters,
+    }
+}
+
+/// `spawn_agent`, with the available roles listed in its description.
+pub fn spawn_agent(roles_text: &str) -> ToolSpec {
+    spec(
+        "spawn_agent",
+        &format!(
+            "Start a child agent with its own task. The child's path is <your path>/<task_name>; \
+             its first task is `message`. Returns {{\"task_name\": <path>, \"nickname\": ...}}. \
+             The child reports its final answer to you as mail.\n\nAvailable agent types:\n{roles_text}"
+        ),
+        object(
+            json!({
+                "task_name": {"type": "string", "description": "Name of the child: lowercase letters, digits and underscores."},
+                "message": {"type": "string", "description": "The child's task."},
+                "agent_type": {"type": "string", "description": "Role of the child (default: `default`)."},
+                "model": {"type": "string", "description": "Model for the child (default: the role's, else yours)."},
+                "reasoning_effort": {"type": "string", "description": "Reasoning effort for the child."},
+                "fork_turns": {"type": "string", "description": "Copy your recent turns into the child: `none` (default), `all`, or a positive integer N for the last N turns."},
+            }),
+            &["task_name", "message"],
+        ),
+    )
+}
+
+/// Every multi-agent tool but `spawn_agent`, in canonical order.
+pub fn messaging_tools() -> Vec<ToolSpec> {
+    let target = json!({"type": "string", "description": "Agent path (absolute, or relative to you for descendants) or thread id."});
+    vec![
+        spec(
+            "send_message",
+            "Queue a message for another agent without waking it. It reads the message at its next turn.",
+            object(
+                json!({"target": target, "message": {"type": "string"}}),
+                &["target", "message"],
+            ),
+        ),
+        spec(
+            "followup_task",
+            "Give another agent (not the root) a new task: wakes it if idle, otherwise joins its running turn.",
+            object(
+                json!({"target": target, "message": {"type": "string"}}),
+                &["target", "message"],
+            ),
+        ),
+        spec(
+            "wait_agent",
+            "Wait for agents (default: your open children). mode `any` returns when you hold mail from a target; \
+             `all` when no target has a running or queued turn. Never consumes mail. \
+             timeout_ms: default 30000, minimum 1000, maximum 3600000.",
+            object(
+                json!({
+                    "targets": {"type": "array", "items": {"type": "string"}},
+                    "mode": {"type": "string", "enum": ["any", "all"]},
+                    "timeout_ms": {"type": "integer", "minimum": 0},
+                }),
+                &[],
+            ),
+        ),
+        spec(
+            "list_agents",
+            "List the agents of this session with their status, role, residency and unread mail.",
+            object(json!({"path_prefix": {"type": "string"}}), &[]),
+        ),
+        spec(
+            "close_agent",
+            "Close an agent: its edge is closed and it and its descendants stop. Returns its previous status.",
+            object(json!({"target": target}), &["target"]),
+        ),
+        spec(
+            "interrupt_agent",
+            "Stop an agent's current turn; the agent stays available. Returns its previous status.",
+            object(json!({"target": target}), &["target"]),
+        ),
+    ]
+}

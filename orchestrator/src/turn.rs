@@ -1,0 +1,459 @@
+//! The agent task and the turn loop: take input, ask the model, run the tool calls, repeat
+//! until a final answer; then report the result to the parent and wake whoever is due.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arbor_mailbox::wake_once_due;
+use arbor_model::{AgentIdentity, ModelEvent, ModelRequest};
+use arbor_protocol::{
+    AbortKind, AgentStatus, Event, MailConsumed, MailKind, ResponseItem, RolloutItem, TurnAborted,
+    TurnCompleted, TurnStarted,
+};
+use tokio::sync::mpsc;
+
+use crate::agent::{Agent, TurnSpan};
+use crate::mail;
+use crate::runtime::Inner;
+use crate::tools::{self, Call};
+
+/// How a turn ended.
+#[derive(Debug)]
+enum Outcome {
+    Completed(Option<String>),
+    Aborted(AbortKind, String),
+}
+
+/// The task of one resident agent: runs a turn each time it is told to, until cancelled.
+/// Boxed, because tools the turn runs may create agents (whose tasks are this function).
+pub fn agent_task(
+    inner: Arc<Inner>,
+    agent: Arc<Agent>,
+    go: mpsc::UnboundedReceiver<()>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(agent_loop(inner, agent, go))
+}
+
+async fn agent_loop(inner: Arc<Inner>, agent: Arc<Agent>, mut go: mpsc::UnboundedReceiver<()>) {
+    loop {
+        tokio::select! {
+            biased;
+            () = agent.token.cancelled() => break,
+            message = go.recv() => match message {
+                Some(()) => run_turn(&inner, &agent).await,
+                None => break,
+            },
+        }
+    }
+    // A turn granted or queued but never started will not run now: undo its accounting.
+    let abandoned = {
+        let mut state = agent.state();
+        let abandoned = state.scheduled && state.turn_token.is_none();
+        state.scheduled &= !abandoned;
+        abandoned
+    };
+    if abandoned {
+        inner.abandon_turn(&agent);
+    }
+}
+
+async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
+    let token = agent.token.child_token();
+    let turn = {
+        let mut state = agent.state();
+        state.turn_no += 1;
+        state.turn_token = Some(token.clone());
+        state.cancel_reason = None;
+        state.mailbox.start_turn();
+        let start = state.history.len();
+        state.turns.push(TurnSpan {
+            start,
+            final_answer: None,
+        });
+        state.turn_no
+    };
+    let outcome = match agent.record(&[RolloutItem::TurnStarted(TurnStarted { turn })]) {
+        Err(err) => Outcome::Aborted(AbortKind::Errored, err.to_string()),
+        Ok(()) => {
+            inner.events.emit(Event::TurnStarted {
+                path: agent.path().clone(),
+            });
+            inner.set_status(agent, AgentStatus::Running);
+            tokio::select! {
+                outcome = turn_body(inner, agent) => outcome,
+                () = token.cancelled() => {
+                    let reason = agent.state().cancel_reason.take();
+                    Outcome::Aborted(AbortKind::Interrupted, reason.unwrap_or_else(|| inner.stop_reason()))
+                }
+            }
+        }
+    };
+    finish_turn(inner, agent, turn, outcome).await;
+}
+
+async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
+    for _ in 0..inner.config.max_turn_responses {
+        if let Err(err) = take_input(inner, agent) {
+            return Outcome::Aborted(AbortKind::Errored, err);
+        }
+        let request = build_request(inner, agent);
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let forward = forward_model_events(inner, agent, events_rx);
+        let response = inner.model.respond(&request, &events_tx).await;
+        drop(events_tx);
+        forward.await;
+        let response = match response {
+            Ok(response) => response,
+            Err(err) => return Outcome::Aborted(AbortKind::Errored, err.to_string()),
+        };
+        let mut lines: Vec<RolloutItem> = response
+            .items
+            .iter()
+            .cloned()
+            .map(RolloutItem::ResponseItem)
+            .collect();
+        if let Some(usage) = response.usage {
+            lines.push(RolloutItem::Usage(usage));
+        }
+        if let Err(err) = agent.record(&lines) {
+            return Outcome::Aborted(AbortKind::Errored, err.to_string());
+        }
+        agent.state().history.extend(response.items.iter().cloned());
+        if let Some(usage) = response.usage {
+            inner.events.emit(Event::Usage {
+                path: agent.path().clone(),
+                usage,
+            });
+        }
+        let mut calls = Vec::new();
+        let mut last_text = None;
+        for item in &response.items {
+            match item {
+                ResponseItem::Message { role, content } if role == "assistant" => {
+                    inner.events.emit(Event::AgentMessage {
+                        path: agent.path().clone(),
+                        text: content.clone(),
+                    });
+                    last_text = Some(content.clone());
+                }
+                ResponseItem::FunctionCall {
+                    call_id,
+                    name,
+                    arguments,
+                } => calls.push(Call {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                }),
+                ResponseItem::Message { .. }
+                | ResponseItem::FunctionCallOutput { .. }
+                | ResponseItem::Reasoning { .. } => {}
+            }
+        }
+        if calls.is_empty() {
+            let mut state = agent.state();
+            let same_turn_input = !state.pending_input.is_empty();
+            state.mailbox.final_answer(same_turn_input);
+            if let Some(span) = state.turns.last_mut() {
+                span.final_answer = last_text.clone();
+            }
+            return Outcome::Completed(last_text);
+        }
+        if last_text.is_some() {
+            // A commentary preamble before tool calls is same-turn work: delivery stays open.
+            agent.state().mailbox.reopen();
+        }
+        for call in &calls {
+            inner.events.emit(Event::ToolCall {
+                path: agent.path().clone(),
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: serde_json::from_str(&call.arguments)
+                    .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone())),
+            });
+        }
+        let outputs = tools::run_calls(inner, agent, &calls).await;
+        let items: Vec<ResponseItem> = calls
+            .iter()
+            .zip(outputs)
+            .map(|(call, output)| ResponseItem::FunctionCallOutput {
+                call_id: call.call_id.clone(),
+                output,
+            })
+            .collect();
+        let lines: Vec<RolloutItem> = items
+            .iter()
+            .cloned()
+            .map(RolloutItem::ResponseItem)
+            .collect();
+        if let Err(err) = agent.record(&lines) {
+            return Outcome::Aborted(AbortKind::Errored, err.to_string());
+        }
+        agent.state().history.extend(items.iter().cloned());
+        for (call, item) in calls.iter().zip(&items) {
+            if let ResponseItem::FunctionCallOutput { output, .. } = item {
+                inner.events.emit(Event::ToolResult {
+                    path: agent.path().clone(),
+                    call_id: call.call_id.clone(),
+                    name: call.name.clone(),
+                    output: output.clone(),
+                });
+            }
+        }
+    }
+    Outcome::Aborted(
+        AbortKind::Errored,
+        "turn response limit reached".to_string(),
+    )
+}
+
+/// Relays a provider's progress (retries) as events until the response is done.
+fn forward_model_events(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    mut events: mpsc::UnboundedReceiver<ModelEvent>,
+) -> impl std::future::Future<Output = ()> + use<> {
+    let inner = Arc::clone(inner);
+    let path = agent.path().clone();
+    let handle = tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            match event {
+                ModelEvent::Retrying {
+                    reason,
+                    retry_in_ms,
+                } => inner.events.emit(Event::AgentRetrying {
+                    path: path.clone(),
+                    reason,
+                    retry_in_ms,
+                }),
+                ModelEvent::ItemDone(_) => {}
+            }
+        }
+    });
+    async move {
+        let _ = handle.await;
+    }
+}
+
+/// Moves the agent's pending input and its deliverable mail into history: rollout first, then
+/// the store's consumed mark, then the `mail.delivered` events.
+fn take_input(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(), String> {
+    let (inputs, mails) = {
+        let mut state = agent.state();
+        (
+            std::mem::take(&mut state.pending_input),
+            state.mailbox.take_for_request(),
+        )
+    };
+    if inputs.is_empty() && mails.is_empty() {
+        return Ok(());
+    }
+    let mut lines: Vec<RolloutItem> = inputs
+        .iter()
+        .cloned()
+        .map(RolloutItem::ResponseItem)
+        .collect();
+    lines.extend(
+        mails
+            .iter()
+            .map(|mail| RolloutItem::MailConsumed(MailConsumed { mail: mail.clone() })),
+    );
+    agent.record(&lines).map_err(|err| err.to_string())?;
+    {
+        let mut state = agent.state();
+        state.history.extend(inputs);
+        state
+            .history
+            .extend(mails.iter().map(|mail| ResponseItem::Message {
+                role: "user".to_string(),
+                content: mail.model_text(),
+            }));
+    }
+    for mail in &mails {
+        drop(inner.store.mark_mail_consumed(mail.id));
+        inner.events.emit(Event::MailDelivered {
+            id: mail.id,
+            recipient: mail.recipient.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn build_request(inner: &Inner, agent: &Agent) -> ModelRequest {
+    let identity = &agent.identity;
+    ModelRequest {
+        agent: AgentIdentity {
+            thread_id: identity.id,
+            path: identity.path.clone(),
+            nickname: identity.nickname.clone(),
+            role: identity.role.clone(),
+        },
+        model: identity.model.clone(),
+        reasoning_effort: identity.effort.clone(),
+        instructions: identity.instructions.clone(),
+        input: agent.state().history.clone(),
+        tools: tools::specs_for(inner, agent),
+        parallel_tool_calls: true,
+    }
+}
+
+async fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: Outcome) {
+    let mut lines = dangling_call_outputs(agent);
+    let (status, result_text, line) = match &outcome {
+        Outcome::Completed(message) => (
+            AgentStatus::Completed(message.clone()),
+            message.clone().unwrap_or_default(),
+            RolloutItem::TurnCompleted(TurnCompleted {
+                turn,
+                last_message: message.clone(),
+            }),
+        ),
+        Outcome::Aborted(kind, reason) => {
+            let aborted = TurnAborted {
+                turn,
+                kind: *kind,
+                reason: reason.clone(),
+            };
+            let status = aborted.status();
+            (
+                status.clone(),
+                status.to_string(),
+                RolloutItem::TurnAborted(aborted),
+            )
+        }
+    };
+    let outputs: Vec<ResponseItem> = lines
+        .iter()
+        .filter_map(|line| match line {
+            RolloutItem::ResponseItem(item) => Some(item.clone()),
+            _ => None,
+        })
+        .collect();
+    lines.push(line);
+    if let Err(err) = agent.record(&lines) {
+        tracing::error!(path = %agent.path(), error = %err, "turn end not recorded");
+    }
+    if let Err(err) = agent.sync_rollout().await {
+        tracing::error!(path = %agent.path(), error = %err, "rollout sync failed");
+    }
+    let closed = agent.state().closed;
+    if !closed {
+        send_result(inner, agent, &result_text).await;
+    }
+    let owes_turn = {
+        let mut state = agent.state();
+        state.history.extend(outputs);
+        state.scheduled = false;
+        state.turn_token = None;
+        if let Outcome::Completed(message) = &outcome {
+            state.last_message = message.clone();
+        }
+        if !closed {
+            state.status = status.clone();
+        }
+        state.mailbox.end_turn()
+    };
+    match &outcome {
+        Outcome::Completed(last_message) => inner.events.emit(Event::TurnCompleted {
+            path: agent.path().clone(),
+            last_message: last_message.clone(),
+        }),
+        Outcome::Aborted(_, reason) => inner.events.emit(Event::TurnAborted {
+            path: agent.path().clone(),
+            reason: reason.clone(),
+        }),
+    }
+    if !closed {
+        inner.persist_status(agent, &status);
+        inner.events.emit(Event::AgentStatus {
+            path: agent.path().clone(),
+            status,
+        });
+    }
+    inner.release_turn_slot(agent);
+    if owes_turn {
+        inner.request_turn(agent);
+    }
+    if let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) {
+        maybe_wake_once(inner, &parent);
+    }
+    maybe_wake_once(inner, agent);
+    inner.turn_done();
+}
+
+/// Sends the turn's result to the direct parent (never for the root or internal agents).
+async fn send_result(inner: &Arc<Inner>, agent: &Arc<Agent>, text: &str) {
+    if agent.identity.internal {
+        return;
+    }
+    let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) else {
+        return;
+    };
+    if parent.state().closed {
+        return;
+    }
+    if let Err(err) = mail::send(inner, agent, &parent, MailKind::Result, text).await {
+        tracing::error!(path = %agent.path(), error = %err, "result mail not sent");
+    }
+}
+
+/// Wakes an idle agent once when its children are all quiet and results wait (behaviour §4).
+pub fn maybe_wake_once(inner: &Arc<Inner>, agent: &Arc<Agent>) {
+    if !inner.config.wake_once {
+        return;
+    }
+    let children_busy = inner
+        .registry
+        .children(agent.id())
+        .iter()
+        .filter(|child| !child.identity.internal)
+        .any(|child| child.state().scheduled);
+    let due = {
+        let state = agent.state();
+        !state.scheduled && !state.closed && wake_once_due(true, children_busy, &state.mailbox)
+    };
+    if due {
+        inner.request_turn(agent);
+    }
+}
+
+/// Outputs for calls of the current turn that never got one (the turn was cut short), so the
+/// history stays well formed for the next request.
+fn dangling_call_outputs(agent: &Agent) -> Vec<RolloutItem> {
+    let state = agent.state();
+    let start = state.turns.last().map_or(0, |span| span.start);
+    let answered: HashSet<&str> = state.history[start..]
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::FunctionCallOutput { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    state.history[start..]
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
+                Some(RolloutItem::ResponseItem(
+                    ResponseItem::FunctionCallOutput {
+                        call_id: call_id.clone(),
+                        output: "the turn ended before this call finished".to_string(),
+                    },
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Cancels an agent's running turn with a reason. Returns false when no turn runs.
+pub fn cancel_turn(agent: &Agent, reason: &str) -> bool {
+    let mut state = agent.state();
+    match state.turn_token.clone() {
+        Some(token) => {
+            state.cancel_reason = Some(reason.to_string());
+            token.cancel();
+            true
+        }
+        None => false,
+    }
+}

@@ -1,0 +1,164 @@
+//! `Capabilities`: what an agent may use, and how a role narrows its parent's set for a child.
+
+use arbor_protocol::{ApprovalPolicy, SandboxMode};
+
+use crate::role::{Role, SPAWN_TOOL, TOOL_NAMES};
+
+/// The effective tools, sandbox, spawning right and approval policy of one agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Tool names offered to the model, in canonical ([`TOOL_NAMES`]) order.
+    pub tools: Vec<String>,
+    pub sandbox: SandboxMode,
+    pub can_spawn: bool,
+    pub approval_policy: ApprovalPolicy,
+}
+
+impl Capabilities {
+    /// The root agent's capabilities: every tool, spawning allowed, the session's sandbox and
+    /// approval policy.
+    pub fn root(sandbox: SandboxMode, approval_policy: ApprovalPolicy) -> Self {
+        Self {
+            tools: TOOL_NAMES.iter().map(|t| (*t).to_owned()).collect(),
+            sandbox,
+            can_spawn: true,
+            approval_policy,
+        }
+    }
+
+    /// The capabilities of a child of this agent that runs `role`. Only ever narrower:
+    /// - tools: this agent's tools that the role's allow-list admits, in canonical order, minus
+    ///   `spawn_agent` when the child cannot spawn;
+    /// - sandbox: the stricter of this agent's and the role's;
+    /// - spawning: only if both this agent and the role may;
+    /// - approval policy: inherited unchanged (roles have no say in it).
+    pub fn narrow_for(&self, role: &Role) -> Capabilities {
+        let can_spawn = self.can_spawn && role.can_spawn;
+        let tools = TOOL_NAMES
+            .iter()
+            .filter(|tool| self.has_tool(tool) && role.allows_tool(tool))
+            .filter(|tool| can_spawn || **tool != SPAWN_TOOL)
+            .map(|tool| (*tool).to_owned())
+            .collect();
+        let sandbox = match role.sandbox_mode {
+            Some(mode) => self.sandbox.narrowest(mode),
+            None => self.sandbox,
+        };
+        Capabilities {
+            tools,
+            sandbox,
+            can_spawn,
+            approval_policy: self.approval_policy,
+        }
+    }
+
+    /// Whether `tool` is offered.
+    pub fn has_tool(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t == tool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RoleSet;
+
+    fn role(tools: Option<&[&str]>, sandbox: Option<SandboxMode>, can_spawn: bool) -> Role {
+        let mut role = RoleSet::builtin().get("default").expect("default").clone();
+        role.tools = tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect());
+        role.sandbox_mode = sandbox;
+        role.can_spawn = can_spawn;
+        role
+    }
+
+    fn root() -> Capabilities {
+        Capabilities::root(SandboxMode::WorkspaceWrite, ApprovalPolicy::OnRequest)
+    }
+
+    #[test]
+    fn root_has_every_tool() {
+        let root = root();
+        assert_eq!(root.tools, TOOL_NAMES);
+        assert!(root.can_spawn);
+    }
+
+    #[test]
+    fn sandbox_never_widens() {
+        use SandboxMode::*;
+        // (parent, role, child)
+        let cases = [
+            (ReadOnly, Some(DangerFullAccess), ReadOnly),
+            (ReadOnly, None, ReadOnly),
+            (WorkspaceWrite, Some(DangerFullAccess), WorkspaceWrite),
+            (WorkspaceWrite, Some(ReadOnly), ReadOnly),
+            (DangerFullAccess, Some(WorkspaceWrite), WorkspaceWrite),
+            (DangerFullAccess, None, DangerFullAccess),
+        ];
+        for (parent, role_mode, child) in cases {
+            let parent = Capabilities::root(parent, ApprovalPolicy::Untrusted);
+            let narrowed = parent.narrow_for(&role(None, role_mode, true));
+            assert_eq!(narrowed.sandbox, child, "{parent:?} {role_mode:?}");
+            assert_eq!(narrowed.approval_policy, ApprovalPolicy::Untrusted);
+        }
+    }
+
+    #[test]
+    fn tools_never_widen() {
+        let mut parent = root();
+        parent.tools.retain(|t| t != "apply_patch");
+        let child = parent.narrow_for(&role(Some(&["apply_patch", "exec_command"]), None, true));
+        assert_eq!(child.tools, ["exec_command"]);
+        // No allow-list: exactly the parent's tools.
+        let child = parent.narrow_for(&role(None, None, true));
+        assert_eq!(child.tools, parent.tools);
+    }
+
+    #[test]
+    fn tools_keep_canonical_order() {
+        let child = root().narrow_for(&role(
+            Some(&["apply_patch", "list_agents", "spawn_agent"]),
+            None,
+            true,
+        ));
+        assert_eq!(child.tools, ["spawn_agent", "list_agents", "apply_patch"]);
+    }
+
+    #[test]
+    fn spawning_needs_parent_and_role() {
+        for (parent_spawns, role_spawns) in [(true, true), (true, false), (false, true)] {
+            let mut parent = root();
+            parent.can_spawn = parent_spawns;
+            let child = parent.narrow_for(&role(None, None, role_spawns));
+            let expect = parent_spawns && role_spawns;
+            assert_eq!(child.can_spawn, expect);
+            assert_eq!(child.has_tool("spawn_agent"), expect);
+            assert!(child.has_tool("wait_agent"));
+        }
+    }
+
+    #[test]
+    fn builtin_roles_from_root() {
+        let set = RoleSet::builtin();
+        let narrow = |name: &str| root().narrow_for(set.get(name).expect("role"));
+
+        let explorer = narrow("explorer");
+        assert!(!explorer.has_tool("apply_patch"));
+        assert!(!explorer.has_tool("spawn_agent"));
+        assert!(explorer.has_tool("exec_command"));
+        assert_eq!(explorer.sandbox, SandboxMode::ReadOnly);
+        assert!(!explorer.can_spawn);
+
+        let worker = narrow("worker");
+        assert_eq!(worker.tools, TOOL_NAMES);
+        assert_eq!(worker.sandbox, SandboxMode::WorkspaceWrite);
+
+        let guardian = narrow("guardian");
+        assert_eq!(guardian.tools, ["exec_command"]);
+        assert_eq!(guardian.sandbox, SandboxMode::ReadOnly);
+        assert!(!guardian.can_spawn);
+
+        // A worker's explorer child is no wider than the explorer itself.
+        let grandchild = narrow("worker").narrow_for(set.get("explorer").expect("explorer"));
+        assert_eq!(grandchild, explorer);
+    }
+}

@@ -1,1 +1,0 @@
-//! Support code for arbor's integration tests lives in `suite/`; this library is empty.

@@ -1,0 +1,18 @@
+//! `exec_command` (behaviour §8): arguments, the launch seam, and the process-group runner.
+
+mod args;
+mod capture;
+mod group;
+mod launcher;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use args::{
+    DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, ExecArgs,
+    ExecArgsError, ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec,
+    exec_tool_spec_with,
+};
+pub use group::LiveProcesses;
+pub use launcher::{Launcher, PlainLauncher};
+pub use run::{ExecOutcome, ExecRequest, run_exec};

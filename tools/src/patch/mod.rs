@@ -1,0 +1,167 @@
+//! `apply_patch` (behaviour §8): arguments, the tool spec, the summary and the entry point.
+
+mod apply;
+mod parse;
+mod seek;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+use arbor_protocol::ToolSpec;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+pub use parse::{FileOp, Hunk, HunkLine, ParseError, Patch, parse_patch};
+
+/// Arguments of `apply_patch`. Unknown fields are rejected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatchArgs {
+    pub patch: String,
+}
+
+impl ApplyPatchArgs {
+    /// Parses the model's JSON arguments.
+    pub fn parse(json: &str) -> Result<Self, PatchError> {
+        serde_json::from_str(json).map_err(PatchError::Args)
+    }
+}
+
+/// Why a patch was not (fully) applied. Every failure before the write phase leaves all files
+/// untouched; a write-phase failure names the file it stopped at.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("apply_patch: invalid arguments: {0}")]
+    Args(serde_json::Error),
+    #[error("apply_patch: invalid patch: {0}")]
+    Parse(#[from] ParseError),
+    #[error("apply_patch: absolute paths are not allowed: {path}")]
+    AbsolutePath { path: String },
+    #[error("apply_patch: path escapes the working directory: {path}")]
+    EscapesCwd { path: String },
+    #[error("apply_patch: not a file path: '{path}'")]
+    NotAFilePath { path: String },
+    #[error("apply_patch: cannot {verb} {path}: no such file")]
+    Missing { verb: &'static str, path: String },
+    #[error("apply_patch: cannot {verb} {path}: not a regular file")]
+    NotAFile { verb: &'static str, path: String },
+    #[error("apply_patch: cannot read {path}: {source}")]
+    Read { path: String, source: io::Error },
+    #[error("apply_patch: could not find the line named by @@ in {path}:\n{line}")]
+    AnchorNotFound { path: String, line: String },
+    #[error("apply_patch: could not find the context in {path}:\n{lines}")]
+    ContextNotFound { path: String, lines: String },
+    #[error("apply_patch: cannot write {path}: {source}")]
+    Write { path: String, source: io::Error },
+    #[error("apply_patch: cannot delete {path}: {source}")]
+    Remove { path: String, source: io::Error },
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeKind {
+    Added,
+    /// Updated in place, or moved (reported under the new path).
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    /// The one-letter code of the summary: `A`, `M` or `D`.
+    pub fn letter(self) -> char {
+        match self {
+            Self::Added => 'A',
+            Self::Modified => 'M',
+            Self::Deleted => 'D',
+        }
+    }
+}
+
+/// One changed file, its path relative to the cwd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    pub kind: ChangeKind,
+    pub path: String,
+}
+
+/// The files a successful patch changed, in patch order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchSummary {
+    pub changes: Vec<FileChange>,
+}
+
+impl PatchSummary {
+    /// The text the model reads: `Success. Updated the following files:` then one `A`/`M`/`D`
+    /// line per file, added files first, then modified, then deleted.
+    pub fn to_model_output(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for PatchSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Success. Updated the following files:")?;
+        for kind in [ChangeKind::Added, ChangeKind::Modified, ChangeKind::Deleted] {
+            for change in self.changes.iter().filter(|change| change.kind == kind) {
+                write!(f, "\n{} {}", kind.letter(), change.path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses `patch` and applies it to the files under `cwd`. Paths in the patch are relative to
+/// `cwd`; absolute paths and paths that climb out with `..` are refused (symlinks are not
+/// resolved here: confinement is the sandbox's job). Every hunk of every file is computed before
+/// anything is written. Blocking: call it from `spawn_blocking`.
+pub fn apply_patch(cwd: &Path, patch: &str) -> Result<PatchSummary, PatchError> {
+    let parsed = parse_patch(patch)?;
+    let changes = apply::apply(cwd, &parsed)?;
+    Ok(PatchSummary { changes })
+}
+
+const DESCRIPTION: &str = "\
+Edits files with a patch. Output: a list of the changed files, or an error naming the file and \
+the lines that did not match (then no file was changed). The format:
+
+*** Begin Patch
+*** Add File: path/to/new.txt
++every line of the new file, each starting with +
+*** Update File: path/to/existing.rs
+*** Move to: path/to/renamed.rs   (optional line: also renames the file)
+@@ fn name_of_enclosing_function()   (optional text after @@: a line to find first)
+ an unchanged context line (starts with one space)
+-a line to remove
++a line to add
+@@
+ the next hunk of the same file
+*** Delete File: path/to/old.txt
+*** End Patch
+
+Paths are relative to your working directory; absolute paths and .. out of it are refused. \
+There are no line numbers: give about 3 unchanged lines before and after each change so the \
+place is found unambiguously, and add an @@ line naming a class or function when that is not \
+enough. Hunks of a file must be in file order. Put `*** End of File` after a hunk that ends at \
+the end of the file. Every hunk is checked before anything is written.";
+
+/// The `apply_patch` tool as offered to the model.
+pub fn apply_patch_tool_spec() -> ToolSpec {
+    ToolSpec {
+        name: "apply_patch".to_string(),
+        description: DESCRIPTION.to_string(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "patch": {
+                    "type": "string",
+                    "description": "The whole patch, from '*** Begin Patch' to '*** End Patch'."
+                }
+            },
+            "required": ["patch"],
+            "additionalProperties": false
+        }),
+    }
+}
