@@ -78,15 +78,15 @@ impl Orchestrator {
     ) -> Result<Self, OrchestratorError> {
         let home = config.home.clone();
         let cwd = config.cwd.clone();
-        let (store, roles) = tokio::task::spawn_blocking(move || {
+        let session_id = ThreadId::new();
+        let (store, roles, lease) = tokio::task::spawn_blocking(move || {
             let store = Store::open(&home)?;
             let roles = RoleSet::load(&home, &cwd)?;
-            Ok::<_, OrchestratorError>((store, roles))
+            let lease = Lease::acquire(&home, session_id)?;
+            Ok::<_, OrchestratorError>((store, roles, lease))
         })
         .await
         .map_err(|err| OrchestratorError::Start(err.to_string()))??;
-        let session_id = ThreadId::new();
-        let lease = Lease::acquire(&config.home, session_id)?;
         let inner = Arc::new(Inner::new(config, session_id, store, model, roles));
         Ok(Self {
             inner,

@@ -443,3 +443,39 @@ fn ctrl_c_interrupts_persists_and_exits_130() {
         serde_json::json!({"interrupted": "user_interrupt"})
     );
 }
+
+#[test]
+fn no_wait_children_exits_after_the_roots_turn_and_leaves_children_interrupted() {
+    let ws = Workspace::new();
+    let script = ws.dir.path().join("s.json");
+    std::fs::write(
+        &script,
+        r#"{"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
+                [{"call": "exec_command", "args": {"cmd": "while [ ! -f started ]; do sleep 0.01; done"}}],
+                [{"say": "leaving the child behind"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "touch started; sleep 600", "timeout_ms": 600000}}]]}
+        ]}"#,
+    )
+    .expect("write");
+    let out = ws.exec(&script, &["--no-wait-children"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "leaving the child behind");
+    let session = session_of(&text(&out.stderr));
+    let agents = ws.run(&["agents", &session, "--json"]);
+    let agents: Value = serde_json::from_slice(&agents.stdout).expect("json");
+    assert_eq!(
+        agents[0]["status"],
+        serde_json::json!({"completed": "leaving the child behind"})
+    );
+    assert_eq!(
+        agents[1]["status"],
+        serde_json::json!({"interrupted": "parent_exit"})
+    );
+    assert_eq!(
+        agents[1]["edge"], "open",
+        "an interrupted child stays resumable"
+    );
+}
