@@ -60,6 +60,20 @@ impl Mailbox {
         }
     }
 
+    /// Drops waiting mail whose id is in `ids` (it is already in the agent's history, as a
+    /// rollout showed); returns the ids dropped.
+    pub fn remove_ids(&mut self, ids: &std::collections::HashSet<MailId>) -> Vec<MailId> {
+        let mut removed = Vec::new();
+        self.pending.retain(|mail| {
+            let keep = !ids.contains(&mail.id);
+            if !keep {
+                removed.push(mail.id);
+            }
+            keep
+        });
+        removed
+    }
+
     /// Whether a mail with this id is waiting here.
     pub fn contains(&self, id: MailId) -> bool {
         self.pending.iter().any(|m| m.id == id)

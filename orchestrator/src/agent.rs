@@ -25,6 +25,8 @@ pub struct Identity {
     pub effort: Option<String>,
     pub caps: Capabilities,
     pub cwd: PathBuf,
+    /// The rollout file: the source of truth for this agent's history.
+    pub rollout_path: PathBuf,
     /// Role instructions given to the model with every request.
     pub instructions: String,
     /// Internal agents (the guardian) are outside `list_agents`, wait targets and the caps.
@@ -60,30 +62,35 @@ pub struct AgentState {
     pub cancel_reason: Option<String>,
 }
 
-/// A live agent.
+/// What only a resident agent has: its rollout writer and its task.
+#[derive(Debug)]
+struct Resident {
+    rollout: Arc<Mutex<RolloutWriter>>,
+    /// Tells the agent's task to run one turn.
+    go: mpsc::UnboundedSender<()>,
+    /// Stops the task (eviction); a child of the agent's token.
+    task: CancellationToken,
+}
+
+/// An agent known to this process: resident (with a runtime) or evicted (identity, status and
+/// mailbox only; its history is on disk).
 #[derive(Debug)]
 pub struct Agent {
     pub identity: Identity,
     /// Cancelled when the agent is closed or the session shuts down; a child of the parent's.
     pub token: CancellationToken,
     state: Mutex<AgentState>,
-    rollout: Arc<Mutex<RolloutWriter>>,
-    /// Tells the agent's task to run one turn.
-    go: mpsc::UnboundedSender<()>,
+    resident: Mutex<Option<Resident>>,
+    /// Serialises revivals and evictions of this agent.
+    pub residency_lock: tokio::sync::Mutex<()>,
     /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
 }
 
 impl Agent {
-    /// A new agent in `status`, with its task's "run a turn" channel.
-    pub fn new(
-        identity: Identity,
-        token: CancellationToken,
-        rollout: RolloutWriter,
-        status: AgentStatus,
-    ) -> (Arc<Self>, mpsc::UnboundedReceiver<()>) {
-        let (go, go_rx) = mpsc::unbounded_channel();
-        let agent = Arc::new(Self {
+    /// A new, not yet resident agent in `status`.
+    pub fn new(identity: Identity, token: CancellationToken, status: AgentStatus) -> Arc<Self> {
+        Arc::new(Self {
             identity,
             token,
             state: Mutex::new(AgentState {
@@ -99,11 +106,54 @@ impl Agent {
                 last_message: None,
                 cancel_reason: None,
             }),
+            resident: Mutex::new(None),
+            residency_lock: tokio::sync::Mutex::new(()),
+            live: LiveProcesses::new(),
+        })
+    }
+
+    /// Makes the agent resident with `rollout`; returns its task's token and "run a turn"
+    /// receiver.
+    pub fn install(
+        &self,
+        rollout: RolloutWriter,
+    ) -> (CancellationToken, mpsc::UnboundedReceiver<()>) {
+        let (go, go_rx) = mpsc::unbounded_channel();
+        let task = self.token.child_token();
+        *self.lock_resident() = Some(Resident {
             rollout: Arc::new(Mutex::new(rollout)),
             go,
-            live: LiveProcesses::new(),
+            task: task.clone(),
         });
-        (agent, go_rx)
+        (task, go_rx)
+    }
+
+    /// Takes the runtime away (eviction): stops the task and returns the rollout writer so the
+    /// caller can sync and drop it.
+    pub fn uninstall(&self) -> Option<Arc<Mutex<RolloutWriter>>> {
+        let resident = self.lock_resident().take()?;
+        resident.task.cancel();
+        Some(resident.rollout)
+    }
+
+    /// Whether the agent has a runtime.
+    pub fn is_resident(&self) -> bool {
+        self.lock_resident().is_some()
+    }
+
+    fn lock_resident(&self) -> MutexGuard<'_, Option<Resident>> {
+        self.resident.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn rollout(&self) -> Result<Arc<Mutex<RolloutWriter>>, RolloutError> {
+        self.lock_resident()
+            .as_ref()
+            .map(|r| Arc::clone(&r.rollout))
+            .ok_or_else(|| RolloutError::Io {
+                path: self.identity.rollout_path.clone(),
+                op: "append",
+                source: std::io::Error::other("the agent is not resident"),
+            })
     }
 
     /// The agent's path.
@@ -128,7 +178,8 @@ impl Agent {
 
     /// Appends items to the rollout (written to the OS, not yet synced).
     pub fn record(&self, items: &[RolloutItem]) -> Result<(), RolloutError> {
-        let mut writer = self.rollout.lock().unwrap_or_else(PoisonError::into_inner);
+        let rollout = self.rollout()?;
+        let mut writer = rollout.lock().unwrap_or_else(PoisonError::into_inner);
         match items {
             [one] => writer.append(one),
             many => writer.append_batch(many),
@@ -137,31 +188,42 @@ impl Agent {
 
     /// Syncs the rollout to disk on a blocking thread (a durability barrier).
     pub async fn sync_rollout(&self) -> Result<(), RolloutError> {
-        let rollout = Arc::clone(&self.rollout);
-        tokio::task::spawn_blocking(move || {
-            rollout
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .sync()
-        })
-        .await
-        .map_err(|err| RolloutError::Io {
-            path: PathBuf::new(),
-            op: "sync",
-            source: std::io::Error::other(err.to_string()),
-        })?
+        sync_writer(self.rollout()?).await
     }
 
-    /// Bytes, lines and syncs written to this agent's rollout so far.
+    /// Bytes, lines and syncs written to this agent's rollout by its current writer.
     pub fn rollout_stats(&self) -> arbor_rollout::WriterStats {
-        self.rollout
+        self.lock_resident()
+            .as_ref()
+            .map(|r| {
+                r.rollout
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .stats()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Asks the agent's task to run one turn. False when the agent is not resident.
+    pub fn send_go(&self) -> bool {
+        self.lock_resident()
+            .as_ref()
+            .is_some_and(|r| r.go.send(()).is_ok())
+    }
+}
+
+/// Syncs a rollout writer on a blocking thread.
+pub async fn sync_writer(rollout: Arc<Mutex<RolloutWriter>>) -> Result<(), RolloutError> {
+    tokio::task::spawn_blocking(move || {
+        rollout
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .stats()
-    }
-
-    /// Asks the agent's task to run one turn. False if the task is gone.
-    pub fn send_go(&self) -> bool {
-        self.go.send(()).is_ok()
-    }
+            .sync()
+    })
+    .await
+    .map_err(|err| RolloutError::Io {
+        path: PathBuf::new(),
+        op: "sync",
+        source: std::io::Error::other(err.to_string()),
+    })?
 }

@@ -11,6 +11,7 @@ pub mod lease;
 mod lifecycle;
 mod mail;
 mod registry;
+mod residency;
 mod runtime;
 mod tools;
 mod turn;
@@ -59,6 +60,7 @@ pub struct AgentView {
     pub unread: usize,
     pub history: Vec<ResponseItem>,
     pub closed: bool,
+    pub resident: bool,
 }
 
 /// One session being driven by this process.
@@ -149,6 +151,11 @@ impl Orchestrator {
                 .map_err(OrchestratorError::Start)
             })
             .await
+    }
+
+    /// Resident child runtimes right now (the root and internal agents never count).
+    pub fn resident_children(&self) -> usize {
+        self.inner.resident_count()
     }
 
     /// Waits until no agent has an active or queued turn and none is owed a wake.
@@ -294,5 +301,6 @@ fn view(agent: &Agent) -> AgentView {
         unread: state.mailbox.unread(),
         history: state.history.clone(),
         closed: state.closed,
+        resident: agent.is_resident(),
     }
 }

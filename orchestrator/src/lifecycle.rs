@@ -12,6 +12,7 @@ use arbor_roles::{Capabilities, Role};
 use arbor_rollout::RolloutWriter;
 
 use crate::agent::{Agent, Identity};
+use crate::residency::{counts_for_residency, make_room};
 use crate::runtime::Inner;
 use crate::turn::agent_task;
 
@@ -85,16 +86,21 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         effort: new.effort,
         caps: new.caps,
         cwd: new.cwd,
+        rollout_path: writer.path().to_path_buf(),
         instructions: instructions_for(new.role),
         internal: new.internal,
     };
-    let (agent, go) = Agent::new(identity, token, writer, AgentStatus::PendingInit);
+    let agent = Agent::new(identity, token, AgentStatus::PendingInit);
     if !inner.registry.insert(Arc::clone(&agent)) {
         return Err(format!("agent path `{}` already exists", new.path));
     }
+    if counts_for_residency(&agent) {
+        make_room(inner, &agent).await;
+    }
+    let (task, go) = agent.install(writer);
     inner
         .tracker
-        .spawn(agent_task(Arc::clone(inner), Arc::clone(&agent), go));
+        .spawn(agent_task(Arc::clone(inner), Arc::clone(&agent), go, task));
     inner.events.emit(Event::AgentSpawned {
         path: new.path,
         nickname: new.nickname,

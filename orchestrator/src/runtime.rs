@@ -37,6 +37,8 @@ pub struct Inner {
     /// The session's token: every agent's token descends from it.
     pub root_token: CancellationToken,
     pub tracker: TaskTracker,
+    /// Resident children, least recently used last.
+    resident: Mutex<lru::LruCache<ThreadId, ()>>,
     /// False once the session drains: no new turn starts.
     accepting: std::sync::atomic::AtomicBool,
     /// Why the session is stopping (`user_interrupt`, `parent_exit`), for aborted turns.
@@ -83,6 +85,7 @@ impl Inner {
             tracker: TaskTracker::new(),
             stop_reason: Mutex::new(None),
             accepting: std::sync::atomic::AtomicBool::new(true),
+            resident: Mutex::new(lru::LruCache::unbounded()),
         }
     }
 
@@ -165,7 +168,7 @@ impl Inner {
 
     /// Asks for a turn of `agent`. Before this returns the agent is `pending_init`, `queued`
     /// or `running`. A closed agent or one already scheduled is left alone.
-    pub fn request_turn(&self, agent: &Arc<Agent>) {
+    pub fn request_turn(self: &Arc<Self>, agent: &Arc<Agent>) {
         let counted = counts_against_cap(agent);
         let new_status = {
             let mut state = agent.state();
@@ -189,7 +192,6 @@ impl Inner {
                 }
             };
             if granted {
-                agent.send_go();
                 match state.status {
                     AgentStatus::PendingInit | AgentStatus::Running => None,
                     _ => Some(AgentStatus::Running),
@@ -198,15 +200,88 @@ impl Inner {
                 Some(AgentStatus::Queued)
             }
         };
+        let granted = new_status != Some(AgentStatus::Queued);
         if let Some(status) = new_status {
             self.set_status(agent, status);
         } else {
             self.bump();
         }
+        if granted {
+            self.start_granted(agent);
+        }
+    }
+
+    /// A turn was granted to `agent`: tell its task, reviving it first when it is evicted. A
+    /// failed revival ends the turn as `errored`.
+    pub fn start_granted(self: &Arc<Self>, agent: &Arc<Agent>) {
+        if agent.send_go() {
+            return;
+        }
+        let inner = Arc::clone(self);
+        let agent = Arc::clone(agent);
+        self.tracker.spawn(async move {
+            let revived = crate::residency::ensure_resident(&inner, &agent).await;
+            let error = match revived {
+                Ok(()) if agent.send_go() => return,
+                Ok(()) => format!("{} stopped before its turn could start", agent.path()),
+                Err(err) => err,
+            };
+            tracing::error!(path = %agent.path(), error = %error, "turn could not start");
+            agent.state().scheduled = false;
+            inner.set_status(&agent, AgentStatus::Errored(error));
+            inner.release_turn_slot(&agent);
+            inner.turn_done();
+        });
+    }
+
+    /// Marks an agent as just used (it keeps its residency longest).
+    pub fn touch(&self, agent: &Agent) {
+        if crate::residency::counts_for_residency(agent) {
+            self.lock_resident().put(agent.id(), ());
+        }
+    }
+
+    /// Frees an agent's residency slot.
+    pub fn forget_resident(&self, agent: &Agent) {
+        self.lock_resident().pop(&agent.id());
+        self.bump();
+    }
+
+    /// Claims a residency slot for `id`, or names the agent to evict, or says to wait.
+    pub fn claim_slot(&self, id: ThreadId) -> crate::residency::Claim {
+        use crate::residency::Claim;
+        let mut resident = self.lock_resident();
+        if resident.contains(&id) || resident.len() < self.config.max_resident {
+            resident.put(id, ());
+            return Claim::Granted;
+        }
+        let victim = resident
+            .iter()
+            .rev()
+            .filter_map(|(candidate, ())| self.registry.get(*candidate))
+            .find(|candidate| crate::residency::evictable(self, candidate));
+        match victim {
+            Some(victim) => Claim::Evict(victim),
+            None => Claim::Wait,
+        }
+    }
+
+    /// Resident children right now.
+    pub fn resident_count(&self) -> usize {
+        self.lock_resident().len()
+    }
+
+    /// Whether an agent's turn waits in the queue over `max_running`.
+    pub fn is_queued(&self, id: ThreadId) -> bool {
+        self.lock_sched().queue.contains(&id)
+    }
+
+    fn lock_resident(&self) -> std::sync::MutexGuard<'_, lru::LruCache<ThreadId, ()>> {
+        self.resident.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A turn of `agent` ended: frees its slot and starts queued turns in order.
-    pub fn release_turn_slot(&self, agent: &Agent) {
+    pub fn release_turn_slot(self: &Arc<Self>, agent: &Agent) {
         if counts_against_cap(agent) {
             self.release_slot();
         }
@@ -235,7 +310,7 @@ impl Inner {
     }
 
     /// A scheduled turn will never run (its agent stopped first): undo its accounting.
-    pub fn abandon_turn(&self, agent: &Agent) {
+    pub fn abandon_turn(self: &Arc<Self>, agent: &Agent) {
         if !self.dequeue(agent) {
             self.release_turn_slot(agent);
             self.turn_done();
@@ -248,7 +323,7 @@ impl Inner {
         sched.queue.iter().position(|q| *q == id).map(|p| p + 1)
     }
 
-    fn release_slot(&self) {
+    fn release_slot(self: &Arc<Self>) {
         let mut starts = Vec::new();
         {
             let mut sched = self.lock_sched();
@@ -263,7 +338,7 @@ impl Inner {
         }
         for id in starts {
             if let Some(agent) = self.registry.get(id) {
-                agent.send_go();
+                self.start_granted(&agent);
             }
         }
     }

@@ -11,6 +11,7 @@ use arbor_protocol::{
     TurnCompleted, TurnStarted,
 };
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, TurnSpan};
 use crate::mail;
@@ -30,22 +31,32 @@ pub fn agent_task(
     inner: Arc<Inner>,
     agent: Arc<Agent>,
     go: mpsc::UnboundedReceiver<()>,
+    task: CancellationToken,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(agent_loop(inner, agent, go))
+    Box::pin(agent_loop(inner, agent, go, task))
 }
 
-async fn agent_loop(inner: Arc<Inner>, agent: Arc<Agent>, mut go: mpsc::UnboundedReceiver<()>) {
+async fn agent_loop(
+    inner: Arc<Inner>,
+    agent: Arc<Agent>,
+    mut go: mpsc::UnboundedReceiver<()>,
+    task: CancellationToken,
+) {
     loop {
         tokio::select! {
             biased;
-            () = agent.token.cancelled() => break,
+            () = task.cancelled() => break,
             message = go.recv() => match message {
                 Some(()) => run_turn(&inner, &agent).await,
                 None => break,
             },
         }
     }
-    // A turn granted or queued but never started will not run now: undo its accounting.
+    if !agent.token.is_cancelled() {
+        // Evicted: a queued turn stays queued and revives the agent when it is granted.
+        return;
+    }
+    // Closed or shutting down: a turn granted or queued but never started will not run now.
     let abandoned = {
         let mut state = agent.state();
         let abandoned = state.scheduled && state.turn_token.is_none();
@@ -59,6 +70,7 @@ async fn agent_loop(inner: Arc<Inner>, agent: Arc<Agent>, mut go: mpsc::Unbounde
 
 async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
     let token = agent.token.child_token();
+    inner.touch(agent);
     let turn = {
         let mut state = agent.state();
         state.turn_no += 1;

@@ -10,6 +10,8 @@ mod error;
 mod layout;
 mod line;
 mod reader;
+mod replay;
+mod tail;
 mod writer;
 
 pub use error::RolloutError;
@@ -17,4 +19,6 @@ pub use layout::{
     SESSIONS_DIR, find_rollout, list_rollouts, rollout_file_name, rollout_path, sessions_dir,
 };
 pub use reader::{Entry, RolloutRead, RolloutReader, read_rollout};
+pub use replay::{PROCESS_EXIT, Replay, ReplayedTurn};
+pub use tail::tail_status;
 pub use writer::{Reopened, RolloutWriter, TailRepair, WriterStats};

@@ -4,6 +4,7 @@
 mod cli;
 mod lease;
 mod paths;
+mod residency;
 mod rollout;
 mod scenarios;
 mod store;

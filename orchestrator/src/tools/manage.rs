@@ -52,7 +52,7 @@ pub fn list_agents(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> 
                 "agent_status": state.status,
                 "nickname": agent.identity.nickname,
                 "role": agent.identity.role,
-                "resident": !agent.token.is_cancelled(),
+                "resident": agent.is_resident(),
                 "unread": state.mailbox.unread(),
             });
             if state.status == AgentStatus::Queued {
