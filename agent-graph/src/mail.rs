@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use arbor_protocol::{AgentPath, Mail, MailId, MailKind, ThreadId, Timestamp};
+use rusqlite::OptionalExtension;
 use rusqlite::{Connection, Row, params};
 
 use crate::error::{Fail, OpResult};
@@ -56,6 +57,17 @@ impl Store {
                 )?
                 .execute(params![mail_id.to_string(), Timestamp::now().as_millis()])?;
             Ok(changed > 0)
+        })
+    }
+
+    /// Whether a mail with this id is in the store (consumed or not).
+    pub fn mail_known(&self, mail_id: MailId) -> Result<bool, StoreError> {
+        self.read("look up mail", |conn| {
+            let found: Option<i64> = conn
+                .prepare_cached("SELECT 1 FROM mail WHERE id = ?1")?
+                .query_row(params![mail_id.to_string()], |row| row.get(0))
+                .optional()?;
+            Ok(found.is_some())
         })
     }
 

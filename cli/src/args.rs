@@ -20,6 +20,20 @@ pub enum Command {
     /// Start a new session: the root agent gets PROMPT (or stdin with `-`) and the tree runs
     /// until it is quiescent. Prints the root's last answer.
     Exec(ExecArgs),
+    /// Restore a session's tree (identities only, no model call); with PROMPT, run the root
+    /// with it like `exec`, otherwise print the tree.
+    Resume(ResumeArgs),
+    /// Queue mail from /root to TARGET without waking it; prints the mail id.
+    Send(SendArgs),
+    /// Wake TARGET with a new task. Hands it to the driving process if there is one; otherwise
+    /// revives TARGET, runs until quiescent and prints its answer.
+    Followup(FollowupArgs),
+    /// Stop TARGET's running turn.
+    Interrupt(TargetArgs),
+    /// Close TARGET: its edge is closed and it and its descendants stop.
+    Close(TargetArgs),
+    /// Check the store against the rollouts; --rebuild rebuilds it from the rollouts.
+    Doctor(DoctorArgs),
     /// Show a session's spawn tree.
     Tree(TreeArgs),
     /// List a session's agents.
@@ -81,6 +95,51 @@ pub struct ExecArgs {
     /// Exit when the root's turn ends, leaving running children interrupted (`parent_exit`).
     #[arg(long)]
     pub no_wait_children: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// SESSION (an id or a unique prefix of at least 8 characters) then an optional PROMPT
+    /// (`-` reads it from stdin); with --last, only the optional PROMPT.
+    #[arg(value_name = "SESSION_AND_PROMPT", num_args = 0..=2)]
+    pub words: Vec<String>,
+    /// Resume the newest session.
+    #[arg(long)]
+    pub last: bool,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    pub session: String,
+    /// Agent path or thread id.
+    pub target: String,
+    pub message: String,
+}
+
+#[derive(Debug, Args)]
+pub struct FollowupArgs {
+    pub session: String,
+    /// Agent path or thread id.
+    pub target: String,
+    pub message: String,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct TargetArgs {
+    pub session: String,
+    /// Agent path or thread id.
+    pub target: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Rebuild state.sqlite from the rollouts and session journals (the old file is kept).
+    #[arg(long)]
+    pub rebuild: bool,
 }
 
 #[derive(Debug, Args)]

@@ -18,15 +18,26 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let model = build_model(&args.run)?;
     let config = run_config(home, &args.run)?;
     let orch = Orchestrator::new(config, model).await?;
-    let mode = if args.run.json {
-        Mode::Json
-    } else {
-        Mode::Human
-    };
+    run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
+}
+
+/// Output mode the options ask for.
+pub fn mode_of(run: &RunOptions) -> Mode {
+    if run.json { Mode::Json } else { Mode::Human }
+}
+
+/// Gives the root `prompt`, runs the tree until it is quiescent (or Ctrl-C), shuts down and
+/// prints the root's answer. Returns the exit code.
+pub async fn run_root(
+    orch: &Orchestrator,
+    prompt: &str,
+    mode: Mode,
+    no_wait_children: bool,
+) -> Result<u8, CliError> {
     let (stop_printer, printer) = spawn_printer(mode, orch.subscribe());
-    orch.start(&prompt).await?;
+    orch.start(prompt).await?;
     let interrupted = tokio::select! {
-        () = drive(&orch, args.no_wait_children) => false,
+        () = drive(orch, no_wait_children) => false,
         () = interrupt_signal() => true,
     };
     if interrupted {
@@ -67,7 +78,7 @@ async fn drive(orch: &Orchestrator, no_wait_children: bool) {
 }
 
 /// Resolves on the first Ctrl-C or SIGTERM.
-async fn interrupt_signal() {
+pub async fn interrupt_signal() {
     let terminate = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut signal) => {
@@ -82,7 +93,7 @@ async fn interrupt_signal() {
     }
 }
 
-fn read_prompt(prompt: &str) -> Result<String, CliError> {
+pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
     let text = if prompt == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).map_err(|err| {

@@ -2,11 +2,13 @@
 //! orchestrator: parse, run, print, map errors to exit codes (see `error.rs`).
 
 mod args;
+mod doctor;
 mod error;
 mod exec;
 mod logtext;
 mod output;
 mod read;
+mod session;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,15 +64,22 @@ fn home_dir(flag: Option<PathBuf>) -> Result<PathBuf, CliError> {
 
 fn run(cli: Cli) -> Result<u8, CliError> {
     let home = home_dir(cli.home)?;
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))
+    };
     match cli.command {
-        Command::Exec(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))?;
-            runtime.block_on(exec::exec(home, args))
-        }
+        Command::Exec(args) => runtime()?.block_on(exec::exec(home, args)),
+        Command::Resume(args) => runtime()?.block_on(session::resume(home, args)),
+        Command::Followup(args) => runtime()?.block_on(session::followup(home, args)),
+        Command::Send(args) => session::send(&home, &args),
+        Command::Interrupt(args) => session::interrupt(&home, &args),
+        Command::Close(args) => session::close(&home, &args),
+        Command::Doctor(args) if args.rebuild => doctor::rebuild(&home),
+        Command::Doctor(_) => doctor::check(&home),
         Command::Tree(args) => read::tree(&home, &args).map(|()| 0),
         Command::Agents(args) => read::agents(&home, &args).map(|()| 0),
         Command::Sessions(args) => read::sessions(&home, args.json).map(|()| 0),

@@ -63,7 +63,7 @@ fn open_session(home: &Path, session: &str) -> Result<SessionView, CliError> {
     })
 }
 
-fn open_store(home: &Path) -> Result<Store, CliError> {
+pub fn open_store(home: &Path) -> Result<Store, CliError> {
     if !home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
         return Err(CliError::usage(format!(
             "no arbor state in {}: run `arbor exec` first, or pass --home",

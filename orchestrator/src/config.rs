@@ -42,6 +42,9 @@ pub struct RunConfig {
     pub wait_max_ms: u64,
     /// Wake an idle parent once when all its children finished and results wait (behaviour §4).
     pub wake_once: bool,
+    /// Whether a process drives the root: wake-once applies to `/root` only then (`exec`,
+    /// `resume PROMPT`), not under `arbor followup`.
+    pub root_driven: bool,
 }
 
 impl RunConfig {
@@ -62,6 +65,7 @@ impl RunConfig {
             wait_min_ms: WAIT_MIN_MS,
             wait_max_ms: WAIT_MAX_MS,
             wake_once: true,
+            root_driven: true,
         }
     }
 }

@@ -7,11 +7,14 @@
 mod agent;
 pub mod config;
 mod events;
+mod external;
+mod journal;
 pub mod lease;
 mod lifecycle;
 mod mail;
 mod registry;
 mod residency;
+mod resume;
 mod runtime;
 mod tools;
 mod turn;
@@ -27,8 +30,10 @@ use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 pub use crate::config::RunConfig;
+pub use crate::external::{ExternalError, close_external, interrupt_external, send_external};
 pub use crate::lease::{Lease, LeaseError};
 use crate::lifecycle::{NewAgent, create_agent};
+pub use crate::resume::{ResumeInfo, find_root};
 use crate::runtime::Inner;
 
 /// How long shutdown waits for agent tasks to persist their final state.
@@ -68,7 +73,9 @@ pub struct AgentView {
 pub struct Orchestrator {
     inner: Arc<Inner>,
     root: tokio::sync::OnceCell<Arc<Agent>>,
-    _lease: Lease,
+    lease: Lease,
+    /// `session.started` has been emitted.
+    announced: std::sync::atomic::AtomicBool,
 }
 
 impl Orchestrator {
@@ -90,11 +97,37 @@ impl Orchestrator {
         .await
         .map_err(|err| OrchestratorError::Start(err.to_string()))??;
         let inner = Arc::new(Inner::new(config, session_id, store, model, roles));
-        Ok(Self {
+        Ok(Self::assemble(inner, lease, None))
+    }
+
+    fn assemble(inner: Arc<Inner>, lease: Lease, root: Option<(Arc<Agent>, u64)>) -> Self {
+        let cell = tokio::sync::OnceCell::new();
+        if let Some((root, journal_offset)) = root {
+            journal::watch_from(&inner, &root, journal_offset);
+            let _ = cell.set(root);
+        }
+        Self {
             inner,
-            root: tokio::sync::OnceCell::new(),
-            _lease: lease,
-        })
+            root: cell,
+            lease,
+            announced: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The pid of a dead driver whose lease this process took over.
+    pub fn took_over_from(&self) -> Option<u32> {
+        self.lease.took_over_from
+    }
+
+    fn announce(&self) {
+        if !self
+            .announced
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.inner.events.emit(Event::SessionStarted {
+                session_id: self.inner.session_id,
+            });
+        }
     }
 
     /// The session id (the root thread's id).
@@ -114,6 +147,7 @@ impl Orchestrator {
 
     /// Creates the root agent (once) and gives it `prompt` as a user message, starting a turn.
     pub async fn start(&self, prompt: &str) -> Result<(), OrchestratorError> {
+        self.announce();
         let root = self.root().await?;
         root.state().pending_input.push(ResponseItem::Message {
             role: "user".to_string(),
@@ -127,9 +161,6 @@ impl Orchestrator {
         self.root
             .get_or_try_init(|| async {
                 let inner = &self.inner;
-                inner.events.emit(Event::SessionStarted {
-                    session_id: inner.session_id,
-                });
                 let role = inner.roles.get(arbor_roles::DEFAULT_ROLE)?;
                 let caps = Capabilities::root(inner.config.sandbox, inner.config.approval_policy);
                 create_agent(
@@ -149,6 +180,7 @@ impl Orchestrator {
                 )
                 .await
                 .map_err(OrchestratorError::Start)
+                .inspect(|root| journal::watch(inner, root))
             })
             .await
     }
@@ -219,6 +251,56 @@ impl Orchestrator {
     /// Snapshots of every agent, in creation order.
     pub fn agents(&self) -> Vec<AgentView> {
         self.inner.registry.all().iter().map(|a| view(a)).collect()
+    }
+
+    /// Mail from the user (author `/root`, from outside the tree) to `target`, a path or a
+    /// thread id: journaled, committed, then delivered; a follow-up wakes (and revives) it.
+    pub async fn send_from_user(
+        &self,
+        target: &str,
+        kind: arbor_protocol::MailKind,
+        content: &str,
+    ) -> Result<arbor_protocol::Mail, String> {
+        self.announce();
+        let root = self.root.get().ok_or("the session has no root yet")?;
+        let agent = tools::resolve_target(&self.inner, root, target)?;
+        if content.trim().is_empty() {
+            return Err(mail::EMPTY_MESSAGE.to_string());
+        }
+        if kind == arbor_protocol::MailKind::Followup && agent.path().is_root() {
+            return Err("Follow-up tasks can't target the root agent".to_string());
+        }
+        let mail = arbor_protocol::Mail::new(
+            AgentPath::root(),
+            agent.path().clone(),
+            kind,
+            content.to_string(),
+        );
+        // Reserved before it is journaled, so the journal watcher leaves it to us.
+        self.inner.first_delivery(mail.id);
+        let entry = arbor_rollout::JournalEntry::Mail {
+            recipient_id: agent.id(),
+            mail: mail.clone(),
+        };
+        let path = arbor_rollout::journal_path(&root.identity.rollout_path, self.inner.session_id);
+        tokio::task::spawn_blocking(move || arbor_rollout::append_journal(&path, &entry))
+            .await
+            .map_err(|err| err.to_string())?
+            .map_err(|err| err.to_string())?;
+        self.inner
+            .store
+            .enqueue_mail(self.inner.session_id, agent.id(), &mail)
+            .await
+            .map_err(|err| err.to_string())?;
+        self.inner.events.emit(Event::MailSent {
+            id: mail.id,
+            kind: mail.kind,
+            author: mail.author.clone(),
+            recipient: mail.recipient.clone(),
+            trigger_turn: mail.trigger_turn,
+        });
+        mail::push(&self.inner, &agent, mail.clone());
+        Ok(mail)
     }
 
     /// Reports the end of the run (`session.completed`) with the root's last answer.

@@ -111,7 +111,7 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
 }
 
 /// The instructions sent with every request of an agent of this role.
-fn instructions_for(role: &Role) -> String {
+pub fn instructions_for(role: &Role) -> String {
     format!(
         "You are an agent in arbor, a tree of cooperating coding agents. Your path names you; \
          other agents reach you by it. Use the tools to do your task; your final answer (a reply \

@@ -50,6 +50,14 @@ pub async fn send(
 
 /// Puts an already persisted mail into the recipient's mailbox and wakes it if due.
 pub fn deliver(inner: &Arc<Inner>, recipient: &Arc<Agent>, mail: Mail) {
+    if inner.first_delivery(mail.id) {
+        push(inner, recipient, mail);
+    }
+}
+
+/// Puts a mail into the mailbox without the once-per-process check (the caller reserved its
+/// id with `first_delivery`).
+pub fn push(inner: &Arc<Inner>, recipient: &Arc<Agent>, mail: Mail) {
     let arrival = {
         let mut state = recipient.state();
         if state.closed {

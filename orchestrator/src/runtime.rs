@@ -37,6 +37,9 @@ pub struct Inner {
     /// The session's token: every agent's token descends from it.
     pub root_token: CancellationToken,
     pub tracker: TaskTracker,
+    /// Every mail id this process has put into a mailbox: the journal watcher skips them, so
+    /// mail this process sent itself is never delivered twice.
+    delivered: Mutex<std::collections::HashSet<arbor_protocol::MailId>>,
     /// Resident children, least recently used last.
     resident: Mutex<lru::LruCache<ThreadId, ()>>,
     /// False once the session drains: no new turn starts.
@@ -86,6 +89,7 @@ impl Inner {
             stop_reason: Mutex::new(None),
             accepting: std::sync::atomic::AtomicBool::new(true),
             resident: Mutex::new(lru::LruCache::unbounded()),
+            delivered: Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -105,6 +109,24 @@ impl Inner {
             .entry(key.to_string())
             .or_insert_with(|| NicknamePool::new(role.nicknames(), seed))
             .draw()
+    }
+
+    /// Marks a stored nickname as used, so a resumed session never hands it out twice.
+    pub fn mark_nickname_used(&self, role: &Role, nickname: &str) {
+        let key = if role.nickname_candidates.is_some() {
+            role.name.as_str()
+        } else {
+            ""
+        };
+        let seed = self.nickname_seed();
+        let mut pools = self
+            .nicknames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        pools
+            .entry(key.to_string())
+            .or_insert_with(|| NicknamePool::new(role.nicknames(), seed))
+            .mark_used(nickname);
     }
 
     fn nickname_seed(&self) -> u64 {
@@ -158,7 +180,12 @@ impl Inner {
 
     /// Mirrors a status into the thread index without waiting for the commit.
     pub fn persist_status(&self, agent: &Agent, status: &AgentStatus) {
-        drop(self.store.set_thread_status(agent.id(), status));
+        self.persist_status_id(agent.id(), status);
+    }
+
+    /// Mirrors a status into the thread index by id, without waiting for the commit.
+    pub fn persist_status_id(&self, id: ThreadId, status: &AgentStatus) {
+        drop(self.store.set_thread_status(id, status));
     }
 
     /// Turns queued or running anywhere in the tree.
@@ -232,6 +259,14 @@ impl Inner {
             inner.release_turn_slot(&agent);
             inner.turn_done();
         });
+    }
+
+    /// Records that a mail reached a mailbox in this process; false when it already had.
+    pub fn first_delivery(&self, id: arbor_protocol::MailId) -> bool {
+        self.delivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id)
     }
 
     /// Marks an agent as just used (it keeps its residency longest).

@@ -411,7 +411,7 @@ async fn send_result(inner: &Arc<Inner>, agent: &Arc<Agent>, text: &str) {
 
 /// Wakes an idle agent once when its children are all quiet and results wait (behaviour §4).
 pub fn maybe_wake_once(inner: &Arc<Inner>, agent: &Arc<Agent>) {
-    if !inner.config.wake_once {
+    if !inner.config.wake_once || (agent.path().is_root() && !inner.config.root_driven) {
         return;
     }
     let children_busy = inner

@@ -7,6 +7,7 @@
 //! and item types from newer versions with a notice.
 
 mod error;
+mod journal;
 mod layout;
 mod line;
 mod reader;
@@ -15,6 +16,7 @@ mod tail;
 mod writer;
 
 pub use error::RolloutError;
+pub use journal::{JournalEntry, append_journal, journal_len, journal_path, read_journal};
 pub use layout::{
     SESSIONS_DIR, find_rollout, list_rollouts, rollout_file_name, rollout_path, sessions_dir,
 };

@@ -345,8 +345,14 @@ fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>, RolloutError> {
     Ok(missing)
 }
 
-/// Takes the writer lock without waiting.
+/// How long a writer waits for a lock that a just-forked child may still hold: between
+/// `fork` and `exec` a child shares its parent's open files (and their `flock`), so a writer
+/// closed at that moment frees its lock only when the child execs.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Takes the writer lock, waiting at most [`LOCK_GRACE`] for a holder to let go.
 fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
+    let deadline = std::time::Instant::now() + LOCK_GRACE;
     loop {
         // SAFETY: `flock` only reads the descriptor number, which `file` keeps open throughout.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
@@ -356,6 +362,9 @@ fn lock_exclusive(file: &File, path: &Path) -> Result<(), RolloutError> {
         let err = io::Error::last_os_error();
         match err.kind() {
             io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             io::ErrorKind::WouldBlock => {
                 return Err(RolloutError::Locked {
                     path: path.to_path_buf(),

@@ -34,37 +34,37 @@ fn example() -> PathBuf {
 }
 
 /// A home and a fresh copy of the example project.
-struct Workspace {
-    dir: TempDir,
+pub struct Workspace {
+    pub dir: TempDir,
 }
 
 impl Workspace {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let dir = TempDir::new().expect("temp dir");
         let project = dir.path().join("project");
         copy_dir(&example().join("project"), &project);
         Self { dir }
     }
 
-    fn home(&self) -> PathBuf {
+    pub fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
 
-    fn project(&self) -> PathBuf {
+    pub fn project(&self) -> PathBuf {
         self.dir.path().join("project")
     }
 
-    fn arbor(&self) -> Command {
+    pub fn arbor(&self) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_arbor"));
         cmd.arg("--home").arg(self.home()).env_remove("ARBOR_HOME");
         cmd
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub fn run(&self, args: &[&str]) -> Output {
         self.arbor().args(args).output().expect("arbor runs")
     }
 
-    fn exec(&self, script: &Path, extra: &[&str]) -> Output {
+    pub fn exec(&self, script: &Path, extra: &[&str]) -> Output {
         let mut cmd = self.arbor();
         cmd.arg("exec")
             .arg("--script")
@@ -90,11 +90,11 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
+pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn session_of(stderr: &str) -> String {
+pub fn session_of(stderr: &str) -> String {
     let first = stderr.lines().next().expect("a first stderr line");
     first
         .strip_prefix("session: ")

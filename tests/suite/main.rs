@@ -5,6 +5,7 @@ mod cli;
 mod lease;
 mod paths;
 mod residency;
+mod resume;
 mod rollout;
 mod scenarios;
 mod store;

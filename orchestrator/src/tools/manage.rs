@@ -88,7 +88,7 @@ pub async fn close_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
             target.path()
         ));
     }
-    let previous = close(inner, caller, &target).await?;
+    let previous = close(inner, Some(caller.as_ref()), &target).await?;
     Ok(json!({ "previous_status": previous }).to_string())
 }
 
@@ -96,7 +96,7 @@ pub async fn close_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
 /// target's edge is marked Closed, and the target and its live descendants stop.
 pub async fn close(
     inner: &Arc<Inner>,
-    closer: &Agent,
+    closer: Option<&Agent>,
     target: &Arc<Agent>,
 ) -> Result<AgentStatus, String> {
     let (previous, running) = {
@@ -109,13 +109,17 @@ pub async fn close(
         state.status = AgentStatus::Closed;
         (previous, state.turn_token.is_some())
     };
-    closer
-        .record(&[RolloutItem::AgentClosed(AgentClosed {
-            target_id: target.id(),
-            target: target.path().clone(),
-            previous_status: previous.clone(),
-        })])
-        .map_err(|err| err.to_string())?;
+    // A close by an agent is recorded in its rollout; one from outside the tree is already in
+    // the session journal.
+    if let Some(closer) = closer {
+        closer
+            .record(&[RolloutItem::AgentClosed(AgentClosed {
+                target_id: target.id(),
+                target: target.path().clone(),
+                previous_status: previous.clone(),
+            })])
+            .map_err(|err| err.to_string())?;
+    }
     inner
         .store
         .set_edge_status(target.id(), EdgeStatus::Closed)
@@ -156,16 +160,21 @@ pub fn interrupt_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str)
     if target.id() == caller.id() {
         return Err("interrupt_agent cannot interrupt the caller itself".to_string());
     }
-    if inner.dequeue(&target) {
-        // A queued turn that never started: drop it, the agent is idle again.
+    interrupt(inner, &target);
+    Ok(json!({ "previous_status": previous }).to_string())
+}
+
+/// Stops an agent's running turn, or takes its queued turn out of the queue. An idle or
+/// evicted agent is left as it is.
+pub fn interrupt(inner: &Arc<Inner>, target: &Arc<Agent>) {
+    if inner.dequeue(target) {
         target.state().scheduled = false;
         let status = match target.state().last_message.clone() {
             Some(message) => AgentStatus::Completed(Some(message)),
             None => AgentStatus::Interrupted("interrupted".to_string()),
         };
-        inner.set_status(&target, status);
+        inner.set_status(target, status);
     } else {
-        cancel_turn(&target, "interrupted");
+        cancel_turn(target, "interrupted");
     }
-    Ok(json!({ "previous_status": previous }).to_string())
 }

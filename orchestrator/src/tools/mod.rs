@@ -1,7 +1,7 @@
 //! Tool calls: dispatch by name, argument parsing, target resolution, and running the calls of
 //! one response (tree calls in call order, slow calls concurrently, results in call order).
 
-mod manage;
+pub mod manage;
 mod messaging;
 mod spawn;
 pub mod specs;

@@ -1,0 +1,198 @@
+//! Commands on an existing session: `resume`, `send`, `followup`, `interrupt`, `close`. They
+//! work whether or not another process drives the session.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arbor_model::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
+use arbor_orchestrator::{
+    ExternalError, Lease, Orchestrator, close_external, interrupt_external, send_external,
+};
+use arbor_protocol::{AgentStatus, MailKind};
+
+use crate::args::{FollowupArgs, ResumeArgs, SendArgs, TargetArgs};
+use crate::error::{CliError, EXIT_INTERRUPTED};
+use crate::exec::{build_model, interrupt_signal, mode_of, read_prompt, run_config, run_root};
+use crate::output::spawn_printer;
+
+/// The model of a session resumed only to show it: it is never asked anything.
+#[derive(Debug)]
+struct NoModel;
+
+impl ModelClient for NoModel {
+    fn provider(&self) -> &str {
+        "none"
+    }
+
+    fn respond<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        _events: &'a ModelEvents,
+    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+        Box::pin(async {
+            Err(ModelError::Config(
+                "no model configured: pass --script FILE or --provider".to_string(),
+            ))
+        })
+    }
+}
+
+fn external(err: ExternalError) -> CliError {
+    match err {
+        ExternalError::Refused(message) => CliError::usage(message),
+        ExternalError::Start(err) => err.into(),
+        other => CliError::failed(other.to_string()),
+    }
+}
+
+/// The newest session's id, for `--last`.
+fn last_session(home: &Path) -> Result<String, CliError> {
+    let store = crate::read::open_store(home)?;
+    let newest = store.sessions()?.into_iter().next();
+    newest
+        .map(|root| root.id.to_string())
+        .ok_or_else(|| CliError::usage(format!("no sessions in {}", home.display())))
+}
+
+pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
+    crate::read::open_store(&home)?;
+    let mut words = args.words.iter();
+    let session = if args.last {
+        last_session(&home)?
+    } else {
+        words
+            .next()
+            .cloned()
+            .ok_or_else(|| CliError::usage("name a session to resume, or pass --last"))?
+    };
+    let prompt = words.next().map(|p| read_prompt(p)).transpose()?;
+    if words.next().is_some() {
+        return Err(CliError::usage(
+            "too many arguments: arbor resume <SESSION | --last> [PROMPT]",
+        ));
+    }
+    let model: Arc<dyn ModelClient> = match prompt {
+        Some(_) => build_model(&args.run)?,
+        None => Arc::new(NoModel),
+    };
+    let config = run_config(home.clone(), &args.run)?;
+    let (orch, info) = Orchestrator::resume(config, model, &session).await?;
+    for notice in &info.notices {
+        eprintln!("notice: {notice}");
+    }
+    let Some(prompt) = prompt else {
+        eprintln!("session: {} ({} agents)", orch.session_id(), info.agents);
+        orch.shutdown("shutdown").await;
+        let tree = crate::args::TreeArgs {
+            session: orch.session_id().to_string(),
+            json: false,
+            all: false,
+            format: crate::args::TreeFormat::Text,
+        };
+        crate::read::tree(&home, &tree)?;
+        return Ok(0);
+    };
+    run_root(&orch, &prompt, mode_of(&args.run), false).await
+}
+
+pub fn send(home: &Path, args: &SendArgs) -> Result<u8, CliError> {
+    crate::read::open_store(home)?;
+    let (mail, _) = send_external(
+        home,
+        &args.session,
+        &args.target,
+        MailKind::Message,
+        &args.message,
+    )
+    .map_err(external)?;
+    println!("{}", mail.id);
+    Ok(0)
+}
+
+pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError> {
+    crate::read::open_store(&home)?;
+    let root = {
+        let store = crate::read::open_store(&home)?;
+        arbor_orchestrator::find_root(&store, &args.session)?
+    };
+    if let Some(pid) = Lease::holder(&home, root.id) {
+        let (mail, _) = send_external(
+            &home,
+            &args.session,
+            &args.target,
+            MailKind::Followup,
+            &args.message,
+        )
+        .map_err(external)?;
+        eprintln!(
+            "handed to the process driving session {} (pid {pid})",
+            root.id
+        );
+        println!("{}", mail.id);
+        return Ok(0);
+    }
+    let model = build_model(&args.run)?;
+    let mut config = run_config(home, &args.run)?;
+    config.root_driven = false;
+    let (orch, info) = Orchestrator::resume(config, model, &root.id.to_string()).await?;
+    for notice in &info.notices {
+        eprintln!("notice: {notice}");
+    }
+    let mode = mode_of(&args.run);
+    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe());
+    let sent = orch
+        .send_from_user(&args.target, MailKind::Followup, &args.message)
+        .await;
+    let mail = match sent {
+        Ok(mail) => mail,
+        Err(message) => {
+            orch.shutdown("shutdown").await;
+            let _ = stop_printer.send(());
+            let _ = printer.await;
+            return Err(CliError::usage(message));
+        }
+    };
+    let interrupted = tokio::select! {
+        () = orch.wait_quiescent() => false,
+        () = interrupt_signal() => true,
+    };
+    if interrupted {
+        orch.interrupt_all("user_interrupt");
+        orch.wait_quiescent().await;
+    }
+    orch.complete();
+    orch.shutdown("shutdown").await;
+    let _ = stop_printer.send(());
+    let _ = printer.await;
+    if interrupted {
+        return Ok(EXIT_INTERRUPTED);
+    }
+    let target = orch.agent(&mail.recipient);
+    let status = target.map_or(AgentStatus::NotFound, |agent| agent.status);
+    match status {
+        AgentStatus::Completed(answer) => {
+            if mode == crate::output::Mode::Human {
+                println!("{}", answer.unwrap_or_default());
+            }
+            Ok(0)
+        }
+        status => {
+            eprintln!("{}: {status}", mail.recipient);
+            Ok(1)
+        }
+    }
+}
+
+pub fn interrupt(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
+    crate::read::open_store(home)?;
+    let previous = interrupt_external(home, &args.session, &args.target).map_err(external)?;
+    println!("{}", serde_json::json!({ "previous_status": previous }));
+    Ok(0)
+}
+
+pub fn close(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
+    crate::read::open_store(home)?;
+    let previous = close_external(home, &args.session, &args.target).map_err(external)?;
+    println!("{}", serde_json::json!({ "previous_status": previous }));
+    Ok(0)
+}

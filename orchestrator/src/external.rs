@@ -1,0 +1,197 @@
+//! What other `arbor` processes do to a session, driven or not: queue mail (`send`,
+//! `followup`), close or interrupt an agent. Every action is appended to the session journal
+//! (synced, under a lock) and then applied to the store; a live driver picks it up from the
+//! journal within a second.
+
+use std::path::Path;
+
+use arbor_agent_graph::{EdgeStatus, Store, ThreadRecord};
+use arbor_protocol::{AgentPath, AgentStatus, Mail, MailKind, ThreadId, Timestamp};
+use arbor_rollout::{JournalEntry, append_journal, journal_path, tail_status};
+
+use crate::OrchestratorError;
+use crate::lease::Lease;
+use crate::mail::EMPTY_MESSAGE;
+use crate::resume::find_root;
+
+/// Why an action from outside the tree was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalError {
+    /// The request itself is wrong (unknown target, closed agent, empty message).
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Start(#[from] OrchestratorError),
+    #[error(transparent)]
+    Store(#[from] arbor_agent_graph::StoreError),
+    #[error(transparent)]
+    Rollout(#[from] arbor_rollout::RolloutError),
+}
+
+/// A session as another process sees it.
+struct Target {
+    store: Store,
+    root: ThreadRecord,
+    thread: ThreadRecord,
+}
+
+fn resolve(home: &Path, session: &str, target: &str) -> Result<Target, ExternalError> {
+    let store = Store::open(home).map_err(OrchestratorError::from)?;
+    let root = find_root(&store, session)?;
+    let target = target.trim();
+    let thread = if let Ok(id) = ThreadId::parse(target) {
+        let thread = store
+            .thread(id)?
+            .filter(|t| t.session_id == root.id)
+            .ok_or_else(|| {
+                ExternalError::Refused(format!("agent `{target}` not found in session {}", root.id))
+            })?;
+        if store
+            .edge(id)?
+            .is_some_and(|(_, status)| status == EdgeStatus::Closed)
+        {
+            return Err(ExternalError::Refused(format!(
+                "agent {} is closed",
+                thread.path
+            )));
+        }
+        thread
+    } else {
+        let path = AgentPath::root()
+            .resolve(target)
+            .map_err(|err| ExternalError::Refused(err.to_string()))?;
+        let open = if path.is_root() {
+            Some(root.id)
+        } else {
+            store.find_descendant_by_path(root.id, &path, Some(EdgeStatus::Open))?
+        };
+        match open {
+            Some(id) => store.thread(id)?.ok_or_else(|| {
+                ExternalError::Refused(format!("live agent path `{path}` not found"))
+            })?,
+            None => {
+                let closed = store
+                    .find_descendant_by_path(root.id, &path, None)?
+                    .is_some();
+                return Err(ExternalError::Refused(if closed {
+                    format!("agent {path} is closed")
+                } else {
+                    format!("live agent path `{path}` not found")
+                }));
+            }
+        }
+    };
+    Ok(Target {
+        store,
+        root,
+        thread,
+    })
+}
+
+fn journal(target: &Target, entry: &JournalEntry) -> Result<(), ExternalError> {
+    let path = journal_path(Path::new(&target.root.rollout_path), target.root.id);
+    Ok(append_journal(&path, entry)?)
+}
+
+/// Queues mail from `/root` to `target`: journal first, then the store (committed and synced).
+/// Returns the mail and the recipient's record.
+pub fn send_external(
+    home: &Path,
+    session: &str,
+    target: &str,
+    kind: MailKind,
+    content: &str,
+) -> Result<(Mail, ThreadRecord), ExternalError> {
+    if content.trim().is_empty() {
+        return Err(ExternalError::Refused(EMPTY_MESSAGE.to_string()));
+    }
+    let target = resolve(home, session, target)?;
+    if kind == MailKind::Followup && target.thread.path.is_root() {
+        return Err(ExternalError::Refused(
+            "Follow-up tasks can't target the root agent".to_string(),
+        ));
+    }
+    let mail = Mail::new(
+        AgentPath::root(),
+        target.thread.path.clone(),
+        kind,
+        content.to_string(),
+    );
+    journal(
+        &target,
+        &JournalEntry::Mail {
+            recipient_id: target.thread.id,
+            mail: mail.clone(),
+        },
+    )?;
+    target
+        .store
+        .enqueue_mail(target.root.id, target.thread.id, &mail)
+        .wait()?;
+    Ok((mail, target.thread))
+}
+
+/// The status another process should report for a thread: the rollout's, and for a turn in
+/// flight under a live driver, the store's.
+fn current_status(home: &Path, target: &Target) -> AgentStatus {
+    let driven = Lease::holder(home, target.root.id).is_some();
+    if driven {
+        return target.thread.status.clone();
+    }
+    tail_status(Path::new(&target.thread.rollout_path))
+        .unwrap_or_else(|_| target.thread.status.clone())
+}
+
+/// Closes an agent of a live or stopped session; returns its previous status.
+pub fn close_external(
+    home: &Path,
+    session: &str,
+    target: &str,
+) -> Result<AgentStatus, ExternalError> {
+    let target = resolve(home, session, target)?;
+    if target.thread.path.is_root() {
+        return Err(ExternalError::Refused(
+            "root is not a spawned agent".to_string(),
+        ));
+    }
+    let previous = current_status(home, &target);
+    journal(
+        &target,
+        &JournalEntry::Close {
+            target_id: target.thread.id,
+            at: Timestamp::now(),
+        },
+    )?;
+    target
+        .store
+        .set_edge_status(target.thread.id, EdgeStatus::Closed)
+        .wait()?;
+    if Lease::holder(home, target.root.id).is_none() {
+        target
+            .store
+            .set_thread_status(target.thread.id, &AgentStatus::Closed)
+            .wait()?;
+    }
+    Ok(previous)
+}
+
+/// Interrupts an agent's running turn in a live session. A stopped session runs nothing, so
+/// nothing changes there; either way the previous status is returned.
+pub fn interrupt_external(
+    home: &Path,
+    session: &str,
+    target: &str,
+) -> Result<AgentStatus, ExternalError> {
+    let target = resolve(home, session, target)?;
+    let previous = current_status(home, &target);
+    if Lease::holder(home, target.root.id).is_some() {
+        journal(
+            &target,
+            &JournalEntry::Interrupt {
+                target_id: target.thread.id,
+                at: Timestamp::now(),
+            },
+        )?;
+    }
+    Ok(previous)
+}

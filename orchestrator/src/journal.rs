@@ -1,0 +1,112 @@
+//! The live side of the session journal: the driving process watches the journal and applies
+//! what other `arbor` processes appended (mail, closes, interrupts) within a second.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_protocol::{Event, Mail};
+use arbor_rollout::{JournalEntry, journal_len, journal_path, read_journal};
+
+use crate::agent::Agent;
+use crate::runtime::Inner;
+use crate::tools::manage;
+
+/// How often the driver looks for new journal entries.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Watches the journal of `root`'s session from byte `offset` (entries before it are known).
+pub fn watch_from(inner: &Arc<Inner>, root: &Arc<Agent>, mut offset: u64) {
+    let path = journal_path(&root.identity.rollout_path, inner.session_id);
+    let watcher = Arc::clone(inner);
+    let token = inner.root_token.clone();
+    inner.tracker.spawn(async move {
+        let mut tick = tokio::time::interval(POLL_INTERVAL);
+        loop {
+            tokio::select! {
+                () = token.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            if journal_len(&path) <= offset {
+                continue;
+            }
+            let at = path.clone();
+            let read = tokio::task::spawn_blocking(move || read_journal(&at, offset)).await;
+            match read {
+                Ok(Ok((entries, next))) => {
+                    let mut done = offset;
+                    let mut blocked = false;
+                    for (entry, end) in entries {
+                        if !ready(&watcher, &entry).await {
+                            // Its store row is not committed yet: take it up on the next tick.
+                            blocked = true;
+                            break;
+                        }
+                        apply(&watcher, entry).await;
+                        done = end;
+                    }
+                    offset = if blocked { done } else { next };
+                }
+                Ok(Err(err)) => tracing::error!(error = %err, "session journal unreadable"),
+                Err(err) => tracing::error!(error = %err, "session journal reader failed"),
+            }
+        }
+    });
+}
+
+/// Watches the journal of a new session (it has none yet).
+pub fn watch(inner: &Arc<Inner>, root: &Arc<Agent>) {
+    let path = journal_path(&root.identity.rollout_path, inner.session_id);
+    watch_from(inner, root, journal_len(&path));
+}
+
+/// A journaled mail is applied only once its store row is committed, so that consuming it can
+/// mark it consumed.
+async fn ready(inner: &Arc<Inner>, entry: &JournalEntry) -> bool {
+    let JournalEntry::Mail { mail, .. } = entry else {
+        return true;
+    };
+    let store = inner.store.clone();
+    let id = mail.id;
+    matches!(
+        tokio::task::spawn_blocking(move || store.mail_known(id)).await,
+        Ok(Ok(true))
+    )
+}
+
+async fn apply(inner: &Arc<Inner>, entry: JournalEntry) {
+    match entry {
+        JournalEntry::Mail { recipient_id, mail } => {
+            let Some(agent) = inner.registry.get(recipient_id) else {
+                return;
+            };
+            if agent.state().mailbox.contains(mail.id) || !inner.first_delivery(mail.id) {
+                return;
+            }
+            announce(inner, &mail);
+            crate::mail::push(inner, &agent, mail);
+        }
+        JournalEntry::Close { target_id, .. } => {
+            if let Some(agent) = inner.registry.get(target_id)
+                && !agent.state().closed
+                && let Err(err) = manage::close(inner, None, &agent).await
+            {
+                tracing::error!(path = %agent.path(), error = %err, "close from another process failed");
+            }
+        }
+        JournalEntry::Interrupt { target_id, .. } => {
+            if let Some(agent) = inner.registry.get(target_id) {
+                manage::interrupt(inner, &agent);
+            }
+        }
+    }
+}
+
+fn announce(inner: &Inner, mail: &Mail) {
+    inner.events.emit(Event::MailSent {
+        id: mail.id,
+        kind: mail.kind,
+        author: mail.author.clone(),
+        recipient: mail.recipient.clone(),
+        trigger_turn: mail.trigger_turn,
+    });
+}
