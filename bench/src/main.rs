@@ -1,9 +1,10 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|revive|resume|churn|pingpong [N]|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod fanout;
+mod residency;
 mod rollout;
 mod store;
 
@@ -23,11 +24,27 @@ fn main() -> ExitCode {
         "store" => store::run(),
         "rollout" => rollout::run(),
         "fanout" => fanout::run(&sizes),
+        "revive" => residency::revive_latency(),
+        "resume" => residency::resume_workload(),
+        "churn" => residency::churn(),
+        "pingpong" => residency::ping_pong(
+            sizes
+                .first()
+                .copied()
+                .filter(|n| *n != 10)
+                .unwrap_or(10_000),
+        ),
         "all" => store::run()
             .and_then(|()| rollout::run())
-            .and_then(|()| fanout::run(&sizes)),
+            .and_then(|()| fanout::run(&sizes))
+            .and_then(|()| residency::revive_latency())
+            .and_then(|()| residency::resume_workload())
+            .and_then(|()| residency::churn())
+            .and_then(|()| residency::ping_pong(10_000)),
         other => {
-            eprintln!("error: unknown benchmark `{other}`; expected store, rollout, fanout or all");
+            eprintln!(
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, revive, resume, churn, pingpong or all"
+            );
             return ExitCode::from(2);
         }
     };

@@ -469,3 +469,62 @@ fn doctor_rebuild_restores_the_same_tree_and_mail() {
     assert_eq!(parse(&mail_b)[0]["content"], "from the user");
     assert_eq!(ws.run(&["doctor"]).status.code(), Some(0));
 }
+
+#[test]
+fn sigkill_during_evictions_keeps_every_acknowledged_agent_revivable() {
+    let ws = Workspace::new();
+    let spawns: Vec<Value> = (0..30)
+        .map(|i| json!({"call": "spawn_agent", "args": {"task_name": format!("w{i}"), "message": format!("task {i}")}}))
+        .collect();
+    let script = write_script(
+        &ws,
+        "churn.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [spawns, [{"say": "unreachable"}]]},
+            {"match": "/root/*", "responses": [[{"say": "{{task_name}} did {{input}}"}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(
+        &ws,
+        &script,
+        &["--max-running", "30", "--max-resident", "1"],
+    );
+    let mut spawned = Vec::new();
+    let mut evictions = 0;
+    while evictions < 5 {
+        let event = driver.until(|e| e["type"] == "agent.spawned" || e["type"] == "agent.evicted");
+        if event["type"] == "agent.evicted" {
+            evictions += 1;
+        } else if event["path"] != "/root" {
+            spawned.push(event["path"].as_str().expect("path").to_string());
+        }
+    }
+    let session = driver.session.clone();
+    driver.kill();
+    let list = agents(&ws, &session);
+    for path in &spawned {
+        let row = agent(&list, path);
+        let log = ws.run(&["log", &session, row["id"].as_str().expect("id")]);
+        assert!(log.status.success(), "{path}: {}", text(&log.stderr));
+    }
+    let day_two = write_script(
+        &ws,
+        "day2.json",
+        &json!({"agents": [
+        {"match": "/root/*", "responses": [[{"say": "{{task_name}} back: {{input}}"}]]}]}),
+    );
+    let out = ws
+        .arbor()
+        .args(["followup", &session, "/root/w1", "again", "--script"])
+        .arg(&day_two)
+        .output()
+        .expect("followup");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "w1 back: again");
+    let log = text(&ws.run(&["log", &session, "/root/w1"]).stdout);
+    assert_eq!(
+        log.matches("mail read spawn from /root: task 1").count(),
+        1,
+        "{log}"
+    );
+}

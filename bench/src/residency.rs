@@ -1,0 +1,235 @@
+//! Residency and resume benchmarks: revive latency by rollout length, resume of a 1000-agent
+//! tree, churn under `max_resident = 8`, the resume workload after a fan-out, and ping-pong
+//! between two siblings.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arbor_model::ScriptedModel;
+use arbor_orchestrator::{Orchestrator, RunConfig};
+use arbor_protocol::{
+    AgentPath, AgentStatus, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, SessionMeta,
+    ThreadId,
+};
+use arbor_rollout::{Replay, RolloutWriter, read_rollout};
+use serde_json::{Value, json};
+
+use crate::{bench_dir, cpu_seconds, peak_rss_kib, report};
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| err.to_string())
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Reopening and replaying rollouts of 100, 1 000 and 10 000 items: what a revival reads.
+pub fn revive_latency() -> Result<(), String> {
+    let dir = bench_dir()?;
+    for items in [100usize, 1_000, 10_000] {
+        let id = ThreadId::new();
+        let meta = SessionMeta {
+            thread_id: id,
+            session_id: id,
+            parent_id: None,
+            path: AgentPath::root(),
+            depth: 0,
+            nickname: None,
+            role: "default".into(),
+            model: "m".into(),
+            effort: None,
+            sandbox: "workspace-write".into(),
+            cwd: "/w".into(),
+            format_version: ROLLOUT_FORMAT_VERSION,
+        };
+        let mut writer = RolloutWriter::create(dir.path(), &meta).map_err(err)?;
+        let batch: Vec<RolloutItem> = (0..items)
+            .map(|i| {
+                RolloutItem::ResponseItem(ResponseItem::Message {
+                    role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+                    content: format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8)),
+                })
+            })
+            .collect();
+        writer.append_batch(&batch).map_err(err)?;
+        writer.sync().map_err(err)?;
+        let path = writer.path().to_path_buf();
+        drop(writer);
+        let mut samples = Vec::new();
+        for _ in 0..15 {
+            let started = Instant::now();
+            let reopened = RolloutWriter::open_append(&path).map_err(err)?;
+            let read = read_rollout(&path).map_err(err)?;
+            let replay = Replay::from_read(&read);
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+            if replay.history.len() != items {
+                return Err(format!(
+                    "replayed {} of {items} items",
+                    replay.history.len()
+                ));
+            }
+            drop(reopened);
+        }
+        report(
+            json!({"bench": "revive_latency", "items": items, "median_ms": median(samples), "goal_ms_at_10000": 20}),
+        );
+    }
+    Ok(())
+}
+
+fn fanout_then(n: usize, dir: &std::path::Path) -> Result<(RunConfig, String), String> {
+    let home = dir.join("home");
+    let cwd = dir.join("work");
+    std::fs::create_dir_all(&cwd).map_err(err)?;
+    let mut config = RunConfig::new(home, cwd);
+    config.max_running = n;
+    config.max_resident = n;
+    let model = ScriptedModel::from_json(&crate::fanout::script(n).to_string()).map_err(err)?;
+    model.set_recording(false);
+    let session = runtime()?.block_on(async {
+        let orch = Orchestrator::new(config.clone(), Arc::new(model))
+            .await
+            .map_err(err)?;
+        orch.start("fan out").await.map_err(err)?;
+        orch.wait_quiescent().await;
+        orch.shutdown("done").await;
+        Ok::<_, String>(orch.session_id().to_string())
+    })?;
+    Ok((config, session))
+}
+
+/// Resume of a 1000-agent tree to ready, then the resume workload: `/root` sends a follow-up to
+/// worker 57, which makes its three responses again and reports back.
+pub fn resume_workload() -> Result<(), String> {
+    let dir = bench_dir()?;
+    let (config, session) = fanout_then(1000, dir.path())?;
+    let day_two = json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "followup_task", "args": {"target": "worker_57", "message": "again"}}],
+            [{"call": "wait_agent", "args": {"targets": ["worker_57"], "mode": "all", "timeout_ms": 600000}}],
+            [{"say": "worker 57 reported"}]]},
+        {"match": "/root/*", "responses": [
+            [{"call": "list_agents", "args": {"path_prefix": "{{path}}"}}],
+            [{"call": "list_agents", "args": {"path_prefix": "{{path}}"}}],
+            [{"say": "{{task_name}} done again"}]]}
+    ]});
+    let model = Arc::new(ScriptedModel::from_json(&day_two.to_string()).map_err(err)?);
+    runtime()?.block_on(async {
+        let started = Instant::now();
+        let (orch, info) = Orchestrator::resume(config, model.clone(), &session).await.map_err(err)?;
+        let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
+        orch.start("ask worker 57 again").await.map_err(err)?;
+        orch.wait_quiescent().await;
+        let done_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let status = orch.root_status();
+        orch.shutdown("done").await;
+        if status != AgentStatus::Completed(Some("worker 57 reported".into())) {
+            return Err(format!("resume workload ended as {status}"));
+        }
+        report(json!({"bench": "resume_1000_to_ready", "agents": info.agents, "ready_ms": ready_ms, "goal_ms": 200}));
+        report(json!({"bench": "resume_workload", "agents": info.agents, "ready_ms": ready_ms, "done_ms": done_ms, "model_requests": model.requests().len()}));
+        Ok(())
+    })
+}
+
+/// 1000 agents under `max_resident = 8`, each receiving three follow-ups in turn.
+pub fn churn() -> Result<(), String> {
+    let n = 1000;
+    let dir = bench_dir()?;
+    let mut root: Vec<Value> = vec![json!((0..n).map(|i| json!({"call": "spawn_agent", "args": {"task_name": format!("w{i}"), "message": "start"}})).collect::<Vec<_>>())];
+    root.push(json!([{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 3_600_000}}]));
+    for round in 0..3 {
+        root.push(json!((0..n).map(|i| json!({"call": "followup_task", "args": {"target": format!("w{i}"), "message": format!("round {round}")}})).collect::<Vec<_>>()));
+        root.push(
+            json!([{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 3_600_000}}]),
+        );
+    }
+    root.push(json!([{"say": "churned"}]));
+    let script = json!({"agents": [
+        {"match": "/root", "responses": root},
+        {"match": "/root/*", "repeat": true, "responses": [[{"say": "{{task_name}}: {{input}}"}]]}
+    ]});
+    let model = ScriptedModel::from_json(&script.to_string()).map_err(err)?;
+    model.set_recording(false);
+    let mut config = RunConfig::new(dir.path().join("home"), dir.path().to_path_buf());
+    config.max_running = 8;
+    config.max_resident = 8;
+    runtime()?.block_on(async {
+        let cpu = cpu_seconds();
+        let started = Instant::now();
+        let orch = Orchestrator::new(config, Arc::new(model)).await.map_err(err)?;
+        orch.start("churn").await.map_err(err)?;
+        orch.wait_quiescent().await;
+        let wall = started.elapsed().as_secs_f64();
+        let status = orch.root_status();
+        orch.shutdown("done").await;
+        if status != AgentStatus::Completed(Some("churned".into())) {
+            return Err(format!("churn ended as {status}"));
+        }
+        report(json!({"bench": "churn", "agents": n, "max_resident": 8, "followups": 3 * n,
+            "wall_s": wall, "cpu_s": cpu_seconds() - cpu, "peak_rss_mib": peak_rss_kib() as f64 / 1024.0, "goal_rss_mib": 150}));
+        Ok(())
+    })
+}
+
+/// Two siblings pass `messages` follow-ups back and forth; each is durable before delivery.
+pub fn ping_pong(messages: usize) -> Result<(), String> {
+    let half = messages / 2;
+    let hop =
+        |to: &str| json!([{"call": "followup_task", "args": {"target": to, "message": "ball"}}]);
+    let mut ping: Vec<Value> = Vec::new();
+    let mut pong: Vec<Value> = vec![json!([{"say": "ready"}])];
+    for _ in 0..half {
+        ping.push(hop("/root/pong"));
+        ping.push(json!([{"say": "sent"}]));
+        pong.push(hop("/root/ping"));
+        pong.push(json!([{"say": "sent"}]));
+    }
+    ping.push(json!([{"say": "done"}]));
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "pong", "message": "wait"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 3_600_000}}],
+            [{"call": "spawn_agent", "args": {"task_name": "ping", "message": "serve"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 3_600_000}}],
+            [{"say": "rally over"}]]},
+        {"match": "/root/ping", "responses": ping},
+        {"match": "/root/pong", "responses": pong}
+    ]});
+    let dir = bench_dir()?;
+    let model = ScriptedModel::from_json(&script.to_string()).map_err(err)?;
+    model.set_recording(false);
+    let config = RunConfig::new(dir.path().join("home"), dir.path().to_path_buf());
+    runtime()?.block_on(async {
+        let orch = Orchestrator::new(config, Arc::new(model))
+            .await
+            .map_err(err)?;
+        let started = Instant::now();
+        orch.start("rally").await.map_err(err)?;
+        orch.wait_quiescent().await;
+        let wall = started.elapsed().as_secs_f64();
+        let status = orch.root_status();
+        let totals = orch.rollout_totals();
+        let commits = orch.store().commits();
+        orch.shutdown("done").await;
+        if status != AgentStatus::Completed(Some("rally over".into())) {
+            return Err(format!("ping-pong ended as {status}"));
+        }
+        report(
+            json!({"bench": "ping_pong", "messages": messages, "wall_s": wall,
+            "messages_per_s": messages as f64 / wall, "rollout_syncs": totals.syncs,
+            "store_commits": commits, "goal_per_s": 3000}),
+        );
+        Ok(())
+    })
+}
