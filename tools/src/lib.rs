@@ -1,8 +1,10 @@
-//! Work tools (behaviour §8): `exec_command` and `apply_patch`. The command policy and the
-//! Landlock sandbox plug in later through [`Launcher`].
+//! Work tools (behaviour §7, §8): `exec_command`, `apply_patch`, the command policy
+//! ([`Policy`]) and the Landlock sandbox ([`SandboxLauncher`], a [`Launcher`]).
 
 mod exec;
 mod patch;
+mod policy;
+mod sandbox;
 
 pub use exec::{
     DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, ExecArgs,
@@ -13,4 +15,11 @@ pub use exec::{
 pub use patch::{
     ApplyPatchArgs, ChangeKind, FileChange, FileOp, Hunk, HunkLine, ParseError, Patch, PatchError,
     PatchSummary, apply_patch, apply_patch_tool_spec, parse_patch,
+};
+pub use policy::{
+    Decision, Evaluation, PatternToken, Policy, PolicyError, Rule, RuleMatch, canonical,
+    is_known_read_only,
+};
+pub use sandbox::{
+    PROTECTED_ENTRIES, SandboxError, SandboxLauncher, SandboxStatus, sandbox_status,
 };

@@ -1,0 +1,171 @@
+//! The command policy (behaviour §7, §8): prefix rules judge each plain command of an
+//! `exec_command` string, the strictest match wins; a string that is not plain is judged whole.
+//!
+//! Rules come from `$ARBOR_HOME/rules/*.toml`, then `<workspace>/.arbor/rules/*.toml`, each
+//! directory in sorted file-name order (see `docs/sandbox.md` for the format). The policy only
+//! judges; what a decision means under an approval policy is the runtime's business.
+
+mod readonly;
+mod rules;
+mod shell;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+pub use rules::{Decision, PatternToken, PolicyError, Rule};
+
+/// Command names that run another command given in their arguments (`env git push`,
+/// `timeout 5 git push`, `xargs rm`, `find . -exec rm`): their commands are matched at every
+/// position, not only as a prefix.
+const WRAPPERS: &[&str] = &[
+    "env", "sudo", "doas", "nice", "ionice", "nohup", "timeout", "xargs", "command", "exec",
+    "builtin", "stdbuf", "setsid", "chroot", "unbuffer", "watch", "strace", "ltrace", "busybox",
+    "parallel", "find", "flock", "script", "su", "runuser", "eval", "source", ".",
+];
+
+/// The loaded rules, in load order.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    rules: Vec<Rule>,
+}
+
+/// How one command string was judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Evaluation {
+    /// The command string as given.
+    pub command: String,
+    /// Whether it parsed as plain words and operators (nested `sh -c` scripts included).
+    pub parsed: bool,
+    /// The plain commands, nested shell scripts replaced by their own commands; when the string
+    /// did not parse, one entry: its rough words (see `docs/sandbox.md`).
+    pub commands: Vec<Vec<String>>,
+    /// Every rule that matched, with the command it matched.
+    pub matches: Vec<RuleMatch>,
+    /// The strictest decision among the matches; `None` when no rule matched.
+    pub decision: Option<Decision>,
+}
+
+/// One rule matching one plain command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleMatch {
+    /// Index into [`Evaluation::commands`].
+    pub command: usize,
+    pub rule: Rule,
+}
+
+impl Evaluation {
+    /// The justification of the first match with the winning decision, if it has one.
+    pub fn justification(&self) -> Option<&str> {
+        let decision = self.decision?;
+        self.matches
+            .iter()
+            .find(|m| m.rule.decision == decision)
+            .and_then(|m| m.rule.justification.as_deref())
+    }
+}
+
+impl Policy {
+    /// A policy with no rules: nothing matches.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// A policy of the given rules.
+    pub fn new(rules: Vec<Rule>) -> Self {
+        Self { rules }
+    }
+
+    /// Loads `home/rules/*.toml` then `workspace/.arbor/rules/*.toml`. Missing directories are
+    /// fine; a bad file (syntax, unknown field, bad value, disagreeing example) fails the load.
+    pub fn load(home: &Path, workspace: &Path) -> Result<Self, PolicyError> {
+        let mut policy = Self::empty();
+        for dir in [home.join("rules"), workspace.join(".arbor").join("rules")] {
+            for path in rules::rule_files(&dir)? {
+                let text = rules::read_rules_file(&path)?;
+                policy.add_file(&path, &text)?;
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Parses the text of one rules file (`path` names it in errors) and appends its rules.
+    pub fn add_file(&mut self, path: &Path, text: &str) -> Result<(), PolicyError> {
+        let rules = rules::parse_rules_file(path, text, |rule, example| {
+            !judge(std::slice::from_ref(rule), example)
+                .matches
+                .is_empty()
+        })?;
+        self.rules.extend(rules);
+        Ok(())
+    }
+
+    /// Every rule, in load order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Judges `cmd` (the text `exec_command` runs with `bash -c`): each plain command against
+    /// every rule, the strictest match winning; a string that is not plain whole, more strictly.
+    pub fn evaluate(&self, cmd: &str) -> Evaluation {
+        judge(&self.rules, cmd)
+    }
+}
+
+fn judge(rules: &[Rule], cmd: &str) -> Evaluation {
+    let (parsed, commands) = match shell::parse(cmd) {
+        Some(script) => (true, script.flatten()),
+        None => (false, vec![shell::rough_words(cmd)]),
+    };
+    let mut matches = Vec::new();
+    for (index, words) in commands.iter().enumerate() {
+        let anywhere = !parsed
+            || words
+                .first()
+                .is_some_and(|w| WRAPPERS.contains(&shell::basename(w)));
+        for rule in rules {
+            let hit = if anywhere {
+                rule.matches_anywhere(words)
+            } else {
+                rule.matches_prefix(words)
+            };
+            if hit {
+                matches.push(RuleMatch {
+                    command: index,
+                    rule: rule.clone(),
+                });
+            }
+        }
+    }
+    let decision = matches.iter().map(|m| m.rule.decision).max();
+    Evaluation {
+        command: cmd.to_string(),
+        parsed,
+        commands,
+        matches,
+        decision,
+    }
+}
+
+/// Whether the string parsed and every one of its plain commands is on the built-in list of
+/// known read-only commands (with arguments that keep it read-only).
+pub fn is_known_read_only(evaluation: &Evaluation) -> bool {
+    evaluation.parsed
+        && !evaluation.commands.is_empty()
+        && evaluation
+            .commands
+            .iter()
+            .all(|words| readonly::is_read_only_command(words))
+}
+
+/// The canonical text of a command, for caching approvals: a plain string re-rendered with
+/// single spaces and minimal quoting (`git   status` and `'git' status` are the same command);
+/// a string that is not plain, trimmed and otherwise as given.
+pub fn canonical(cmd: &str) -> String {
+    match shell::parse(cmd) {
+        Some(script) => shell::render(&script),
+        None => cmd.trim().to_string(),
+    }
+}

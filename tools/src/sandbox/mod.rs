@@ -1,0 +1,392 @@
+//! The Linux sandbox (behaviour §8): a [`Launcher`] that confines a command with Landlock
+//! between `fork` and `exec`, and an honest report of what is enforced.
+//!
+//! `read-only` may read and execute everywhere and write only to device files such as
+//! `/dev/null`; `workspace-write` may also write the workspace and the temp dirs, except `.git`
+//! and `.arbor` inside the workspace, which are bind-mounted read-only in a private mount
+//! namespace (or, where no mount namespace can be made, left out of per-entry grants);
+//! `danger-full-access` is no sandbox. See `docs/sandbox.md`.
+
+mod child;
+mod ruleset;
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use arbor_protocol::SandboxMode;
+use serde::Serialize;
+
+use crate::exec::Launcher;
+use child::{CapDrop, ChildPlan, MountPlan, MountStrategy};
+use ruleset::{Grants, VETTED_ABI};
+
+pub use ruleset::SandboxError;
+
+/// The workspace entries that stay read-only in `workspace-write`.
+pub const PROTECTED_ENTRIES: &[&str] = &[".git", ".arbor"];
+
+/// What a sandbox really enforces, for the user and the model. Never claims more than is in
+/// place: without Landlock, or in `danger-full-access`, `enforced` is false and the label
+/// `none`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxStatus {
+    pub mode: SandboxMode,
+    /// A Landlock restriction is applied to every command.
+    pub enforced: bool,
+    /// One line, e.g. `landlock workspace-write (.git and .arbor read-only, tcp blocked)`, or
+    /// `none`.
+    pub label: String,
+    /// Details and limits, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// The status of `mode` on this machine with the network blocked (the default).
+pub fn sandbox_status(mode: SandboxMode) -> SandboxStatus {
+    describe(mode, false, Support::get()).0
+}
+
+/// The sandbox as a [`Launcher`]. Build it once per (mode, workspace, network) and share it:
+/// construction probes the kernel (cached per process), `prepare` builds the ruleset of each
+/// command before it is spawned.
+#[derive(Debug)]
+pub struct SandboxLauncher {
+    mode: SandboxMode,
+    workspace: PathBuf,
+    allow_network: bool,
+    status: SandboxStatus,
+    protection: Option<Protection>,
+    support: Support,
+}
+
+/// How `.git` and `.arbor` are kept read-only in `workspace-write`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protection {
+    Mounts(MountStrategy),
+    PerEntry,
+}
+
+/// What this machine offers, found once per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Support {
+    landlock: Landlock,
+    /// The first mount-namespace strategy that worked, if any.
+    mounts: Option<MountStrategy>,
+    /// The process runs with root's capabilities, which the sandbox must drop.
+    root: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Landlock {
+    Abi(i32),
+    NotEnabled,
+    NotImplemented,
+}
+
+/// `LANDLOCK_CREATE_RULESET_VERSION`: ask `landlock_create_ruleset` for the ABI version.
+const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+
+impl Support {
+    fn get() -> Support {
+        static SUPPORT: OnceLock<Support> = OnceLock::new();
+        *SUPPORT.get_or_init(Support::detect)
+    }
+
+    fn detect() -> Support {
+        // SAFETY: with a null attribute, size 0 and the version flag the call creates nothing
+        // and returns the ABI version or an error.
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                LANDLOCK_CREATE_RULESET_VERSION,
+            )
+        };
+        let landlock = if abi > 0 {
+            Landlock::Abi(i32::try_from(abi).unwrap_or(i32::MAX))
+        } else if io::Error::last_os_error().raw_os_error() == Some(libc::EOPNOTSUPP) {
+            Landlock::NotEnabled
+        } else {
+            Landlock::NotImplemented
+        };
+        let probe_dir = std::env::temp_dir();
+        let probe_dir = if probe_dir.is_dir() {
+            probe_dir
+        } else {
+            PathBuf::from("/")
+        };
+        let mounts = [MountStrategy::MountNs, MountStrategy::UserAndMountNs]
+            .into_iter()
+            .find(|&strategy| MountPlan::probe(strategy, &probe_dir));
+        // SAFETY: geteuid cannot fail and touches no memory.
+        let root = unsafe { libc::geteuid() } == 0;
+        Support {
+            landlock,
+            mounts,
+            root,
+        }
+    }
+}
+
+impl SandboxLauncher {
+    /// A launcher for `mode` with `workspace` as the writable root of `workspace-write`.
+    pub fn new(mode: SandboxMode, workspace: impl Into<PathBuf>, allow_network: bool) -> Self {
+        Self::with_support(mode, workspace.into(), allow_network, Support::get())
+    }
+
+    pub(crate) fn with_support(
+        mode: SandboxMode,
+        workspace: PathBuf,
+        allow_network: bool,
+        support: Support,
+    ) -> Self {
+        let (status, protection) = describe(mode, allow_network, support);
+        Self {
+            mode,
+            workspace,
+            allow_network,
+            status,
+            protection,
+            support,
+        }
+    }
+
+    pub fn mode(&self) -> SandboxMode {
+        self.mode
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn allow_network(&self) -> bool {
+        self.allow_network
+    }
+
+    /// What this launcher enforces.
+    pub fn status(&self) -> &SandboxStatus {
+        &self.status
+    }
+
+    /// Everything the child will do, built now in the parent; `None` when nothing is enforced.
+    fn child_plan(&self, cwd: Option<&Path>) -> Result<Option<ChildPlan>, SandboxError> {
+        let Landlock::Abi(abi) = self.support.landlock else {
+            return Ok(None);
+        };
+        if !self.status.enforced {
+            return Ok(None);
+        }
+        let mut grants = Grants {
+            abi,
+            writable: Vec::new(),
+            block_network: !self.allow_network,
+        };
+        let mut mounts = None;
+        if self.mode == SandboxMode::WorkspaceWrite {
+            // Canonical paths, so that a workspace reached through a symbolic link is still
+            // recognised inside a temp dir.
+            let canonical = |p: PathBuf| std::fs::canonicalize(&p).unwrap_or(p);
+            let roots: Vec<PathBuf> = writable_roots(&self.workspace)
+                .into_iter()
+                .map(canonical)
+                .collect();
+            let protected = protected_paths(&canonical(self.workspace.clone()), &roots);
+            match self.protection {
+                Some(Protection::Mounts(strategy)) => {
+                    let protected: Vec<&Path> = protected.iter().map(PathBuf::as_path).collect();
+                    let cwd = cwd
+                        .map(std::path::absolute)
+                        .transpose()
+                        .map_err(SandboxError::Mounts)?;
+                    mounts = Some(
+                        MountPlan::new(strategy, &protected, cwd.as_deref())
+                            .map_err(SandboxError::Mounts)?,
+                    );
+                    grants.writable = roots;
+                }
+                Some(Protection::PerEntry) | None => {
+                    grants.writable = ruleset::per_entry_grants(&roots, &protected)?;
+                }
+            }
+        }
+        Ok(Some(ChildPlan {
+            mounts,
+            drop_caps: self.support.root.then(|| CapDrop::new(!self.allow_network)),
+            ruleset: grants.build()?,
+        }))
+    }
+}
+
+/// What stays read-only: `.git` and `.arbor` of `workspace`, those that exist, and when the
+/// workspace has no `.git` of its own, the `.git` of the repository enclosing it if that lies
+/// in a writable root (a workspace that is a subdirectory of a repository under `/tmp`).
+fn protected_paths(workspace: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
+    let exists = |path: &Path| path.symlink_metadata().is_ok();
+    let mut protected: Vec<PathBuf> = PROTECTED_ENTRIES
+        .iter()
+        .map(|name| workspace.join(name))
+        .filter(|path| exists(path))
+        .collect();
+    if !exists(&workspace.join(".git")) {
+        let enclosing = workspace
+            .ancestors()
+            .skip(1)
+            .map(|dir| dir.join(".git"))
+            .find(|git| exists(git));
+        if let Some(git) = enclosing
+            && roots.iter().any(|root| git.starts_with(root))
+        {
+            protected.push(git);
+        }
+    }
+    protected
+}
+
+impl Launcher for SandboxLauncher {
+    fn prepare(&self, cmd: &mut Command) -> io::Result<()> {
+        let Some(plan) = self.child_plan(cmd.get_current_dir())? else {
+            return Ok(());
+        };
+        // SAFETY: the hook runs in the forked child before exec. `ChildPlan::apply` only makes
+        // system calls on data built above (C strings, flags, an open ruleset fd): no
+        // allocation, no locks. Any failure is returned, so the command does not start.
+        unsafe {
+            cmd.pre_exec(move || plan.apply());
+        }
+        Ok(())
+    }
+
+    fn sandbox_label(&self) -> &str {
+        &self.status.label
+    }
+}
+
+/// The workspace and the temp dirs that exist: `/tmp`, `$TMPDIR` (when absolute and not `/`)
+/// and `/dev/shm`.
+fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
+    let mut roots = vec![workspace.to_path_buf(), PathBuf::from("/tmp")];
+    if let Some(tmpdir) = std::env::var_os("TMPDIR").map(PathBuf::from)
+        && tmpdir.is_absolute()
+        && tmpdir != Path::new("/")
+    {
+        roots.push(tmpdir);
+    }
+    roots.push(PathBuf::from("/dev/shm"));
+    roots.retain(|root| root.is_dir());
+    roots.dedup();
+    roots
+}
+
+/// The status of `mode` given what the machine supports, and how `.git` is protected.
+fn describe(
+    mode: SandboxMode,
+    allow_network: bool,
+    support: Support,
+) -> (SandboxStatus, Option<Protection>) {
+    let unenforced = |note: String| SandboxStatus {
+        mode,
+        enforced: false,
+        label: "none".to_string(),
+        notes: vec![note],
+    };
+    let abi = match (mode, support.landlock) {
+        (SandboxMode::DangerFullAccess, _) => {
+            let note = "danger-full-access: commands run without a sandbox".to_string();
+            return (unenforced(note), None);
+        }
+        (_, Landlock::NotEnabled) => {
+            let note = "landlock is built into this kernel but not enabled: commands run \
+                        without a sandbox"
+                .to_string();
+            return (unenforced(note), None);
+        }
+        (_, Landlock::NotImplemented) => {
+            let note = "this kernel has no landlock: commands run without a sandbox".to_string();
+            return (unenforced(note), None);
+        }
+        (_, Landlock::Abi(abi)) => abi,
+    };
+
+    let mut parts = Vec::new();
+    let mut notes = vec![if abi > VETTED_ABI {
+        format!("landlock abi {abi} (rights of abi {VETTED_ABI} used)")
+    } else {
+        format!("landlock abi {abi}")
+    }];
+    let protection = match mode {
+        SandboxMode::WorkspaceWrite => Some(match support.mounts {
+            Some(strategy) => {
+                parts.push(".git and .arbor read-only");
+                let how = match strategy {
+                    MountStrategy::MountNs => "a private mount namespace",
+                    MountStrategy::UserAndMountNs => "a private user and mount namespace",
+                };
+                notes.push(format!(
+                    "workspace and temp dirs writable; .git and .arbor are bind-mounted \
+                     read-only in {how} (a missing one can still be created)"
+                ));
+                Protection::Mounts(strategy)
+            }
+            None => {
+                parts.push(".git and .arbor read-only by per-entry grants");
+                notes.push(
+                    "no mount namespace can be made here: .git and .arbor are kept read-only \
+                     by granting writes on every other workspace entry, so new entries \
+                     directly in the workspace root (and renames there) are denied"
+                        .to_string(),
+                );
+                Protection::PerEntry
+            }
+        }),
+        SandboxMode::ReadOnly => {
+            notes.push("nothing is writable but /dev/null-like devices".to_string());
+            None
+        }
+        SandboxMode::DangerFullAccess => None,
+    };
+    if allow_network {
+        parts.push("network allowed");
+    } else if abi >= 4 {
+        parts.push("tcp blocked");
+        notes.push(
+            "tcp bind and connect are denied; udp and unix sockets are not restricted".to_string(),
+        );
+    } else {
+        parts.push("network not restricted");
+        notes.push(format!(
+            "landlock abi {abi} cannot restrict the network (needs abi 4): it is not blocked"
+        ));
+    }
+    if abi < 2 {
+        notes.push("landlock abi 1: files cannot be moved or linked across directories".into());
+    }
+    if abi < 3 {
+        notes.push(format!(
+            "landlock abi {abi}: truncating files is not restricted"
+        ));
+    }
+    if abi < 6 {
+        notes.push(format!(
+            "landlock abi {abi}: signals and abstract unix sockets are not scoped (needs abi 6)"
+        ));
+    }
+    if support.root {
+        notes.push(
+            "running as root: capabilities that reach past landlock (sys_admin, sys_module, \
+             mknod, net_admin, …) are dropped"
+                .to_string(),
+        );
+    }
+    let status = SandboxStatus {
+        mode,
+        enforced: true,
+        label: format!("landlock {} ({})", mode.as_str(), parts.join(", ")),
+        notes,
+    };
+    (status, protection)
+}
