@@ -46,7 +46,8 @@ pub struct ModelResponse {
 pub enum ModelEvent {
     /// An output item is complete: a function call may start running now.
     ItemDone(ResponseItem),
-    /// A retryable failure; the provider waits `retry_in_ms` and tries again.
+    /// A retryable failure; the provider waits `retry_in_ms` and tries again. The next attempt
+    /// starts the response over: items reported before this event are void.
     Retrying { reason: String, retry_in_ms: u64 },
 }
 
@@ -68,6 +69,10 @@ pub enum ModelError {
     /// The connection failed or the stream broke and retries ran out.
     #[error("transport error: {0}")]
     Transport(String),
+    /// The server ended the response with a failure that retrying will not fix: the context is
+    /// too long, the quota is spent, the answer was cut at the output limit or filtered.
+    #[error("model response failed: {0}")]
+    Failed(String),
     /// The provider is misconfigured (missing key, bad URL).
     #[error("model configuration: {0}")]
     Config(String),

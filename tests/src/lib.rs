@@ -2,6 +2,7 @@
 //! are compiled as one binary, the `suite` test of the `arbor-cli` package, so that they can run
 //! the real `arbor` binary (`CARGO_BIN_EXE_arbor`) as well as drive the `Orchestrator` directly.
 
+pub mod mock_http;
 mod session;
 
 pub use session::Session;

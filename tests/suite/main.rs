@@ -4,6 +4,7 @@
 mod cli;
 mod lease;
 mod paths;
+mod providers;
 mod residency;
 mod resume;
 mod rollout;
