@@ -84,6 +84,9 @@ pub struct RunOptions {
     /// Loaded child runtimes.
     #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_resident: u64,
+    /// Token budget for the whole tree: once used up, no new turn starts anywhere.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget_tokens: Option<u64>,
 }
 
 #[derive(Debug, Args)]

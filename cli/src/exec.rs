@@ -4,19 +4,25 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arbor_model::{ModelClient, ScriptedModel};
+use arbor_model::{
+    DEFAULT_BASE_URL, HttpProviderConfig, ModelClient, ProviderKind, ScriptedModel,
+    api_key_from_env, build_provider,
+};
 use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentStatus, ApprovalPolicy, SandboxMode};
 
 use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, RunOptions, SandboxArg};
+use crate::config::FileConfig;
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::output::{Mode, spawn_printer};
 
 /// Runs `arbor exec` and returns the exit code.
 pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(&args.prompt)?;
-    let model = build_model(&args.run)?;
-    let config = run_config(home, &args.run)?;
+    let workspace = workspace_of(&args.run)?;
+    let file = crate::config::load(&home, &workspace)?;
+    let model = build_model(&args.run, &file)?;
+    let config = run_config(home, &args.run, &file)?;
     let orch = Orchestrator::new(config, model).await?;
     run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
 }
@@ -48,6 +54,7 @@ pub async fn run_root(
     orch.shutdown("shutdown").await;
     let _ = stop_printer.send(());
     let _ = printer.await;
+    report_budget(orch);
     if interrupted {
         eprintln!(
             "interrupted: state saved; resume with `arbor resume {}`",
@@ -67,6 +74,19 @@ pub async fn run_root(
             1
         }
     })
+}
+
+/// Tells the user which agents a spent token budget kept from starting a turn.
+pub fn report_budget(orch: &Orchestrator) {
+    let (used, stopped) = orch.usage_report();
+    if !stopped.is_empty() {
+        let paths: Vec<&str> = stopped.iter().map(|p| p.as_str()).collect();
+        eprintln!(
+            "token budget reached after {} tokens; no new turn started for: {}",
+            used.input_tokens + used.output_tokens,
+            paths.join(", ")
+        );
+    }
 }
 
 async fn drive(orch: &Orchestrator, no_wait_children: bool) {
@@ -111,46 +131,121 @@ pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
     Ok(text)
 }
 
-/// The model provider the options ask for.
-pub fn build_model(run: &RunOptions) -> Result<Arc<dyn ModelClient>, CliError> {
-    let provider = run.provider.unwrap_or(if run.script.is_some() {
-        Provider::Script
-    } else {
-        Provider::Openai
-    });
-    match provider {
+/// The provider a run uses: the flag, else the config, else `script` when a script is given,
+/// else `openai`.
+fn provider_of(run: &RunOptions, file: &FileConfig) -> Result<Provider, CliError> {
+    if let Some(provider) = run.provider {
+        return Ok(provider);
+    }
+    match file.provider.as_deref() {
+        Some("openai") => Ok(Provider::Openai),
+        Some("chat") => Ok(Provider::Chat),
+        Some("script") => Ok(Provider::Script),
+        Some(other) => Err(CliError::usage(format!(
+            "config: provider must be openai, chat or script, not `{other}`"
+        ))),
+        None if run.script.is_some() => Ok(Provider::Script),
+        None => Ok(Provider::Openai),
+    }
+}
+
+/// The model provider the options and config ask for. Every problem (no script, no key, no
+/// model name, a bad URL) is reported here, before any agent starts.
+pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelClient>, CliError> {
+    if run.provider.is_none()
+        && file.provider.is_none()
+        && run.script.is_none()
+        && run.model.is_none()
+        && file.model.is_none()
+    {
+        return Err(CliError::usage(
+            "no model configured: pass --script FILE to use the scripted model, or --provider openai|chat with --model NAME (see docs/models.md)",
+        ));
+    }
+    let provider = provider_of(run, file)?;
+    let kind = match provider {
         Provider::Script => {
             let Some(path) = &run.script else {
                 return Err(CliError::usage(
-                    "--provider script needs --script FILE (see cli.md for the script format)",
+                    "--provider script needs --script FILE (see docs/scripted-model.md)",
                 ));
             };
             let model =
                 ScriptedModel::load(path).map_err(|err| CliError::usage(err.to_string()))?;
-            Ok(Arc::new(model))
+            return Ok(Arc::new(model));
         }
-        Provider::Openai | Provider::Chat => Err(CliError::usage(format!(
-            "no model to run: the {} provider is not part of this build yet; pass --script FILE to use the scripted model",
-            match provider {
-                Provider::Openai => "openai",
-                _ => "chat",
-            }
-        ))),
+        Provider::Openai => ProviderKind::OpenAi,
+        Provider::Chat => ProviderKind::Chat,
+    };
+    if run.script.is_some() {
+        return Err(CliError::usage(format!(
+            "--script is for the scripted model; drop it or use --provider script (not {})",
+            kind.name()
+        )));
     }
+    if run.model.is_none() && file.model.is_none() {
+        return Err(CliError::usage(format!(
+            "no model name for the {} provider: pass --model NAME or set `model` in config.toml (see docs/models.md)",
+            kind.name()
+        )));
+    }
+    let base_url = run
+        .base_url
+        .clone()
+        .or_else(|| file.base_url.clone())
+        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+    let mut http = HttpProviderConfig::new(base_url);
+    if let Some(var) = &file.api_key_env {
+        http.api_key_env = var.clone();
+    }
+    http.api_key = match kind {
+        ProviderKind::OpenAi => Some(
+            api_key_from_env(&http.api_key_env).map_err(|err| CliError::usage(err.to_string()))?,
+        ),
+        ProviderKind::Chat => std::env::var(&http.api_key_env)
+            .ok()
+            .filter(|key| !key.trim().is_empty()),
+    };
+    if let Some(secs) = file.request_timeout_secs {
+        http.request_timeout = std::time::Duration::from_secs(secs.max(1));
+    }
+    if let Some(retries) = file.max_retries {
+        http.retry.max_attempts = retries.saturating_add(1);
+    }
+    http.extra_headers = file
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    build_provider(kind, http).map_err(|err| CliError::usage(err.to_string()))
 }
 
 /// The run configuration the options describe.
-pub fn run_config(home: PathBuf, run: &RunOptions) -> Result<RunConfig, CliError> {
-    let cwd = match &run.cwd {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|err| CliError::usage(format!("cannot read the current directory: {err}")))?,
-    };
-    let cwd = canonical_dir(&cwd)?;
+pub fn run_config(
+    home: PathBuf,
+    run: &RunOptions,
+    file: &FileConfig,
+) -> Result<RunConfig, CliError> {
+    let cwd = workspace_of(run)?;
     let mut config = RunConfig::new(home, cwd);
-    if let Some(model) = &run.model {
-        config.model = model.clone();
+    if let Some(model) = run.model.clone().or_else(|| file.model.clone()) {
+        config.model = model;
     }
+    config.reasoning_effort = file.reasoning_effort.clone();
+    config.role_models = file
+        .roles
+        .iter()
+        .map(|(role, settings)| {
+            (
+                role.clone(),
+                arbor_orchestrator::config::RoleModel {
+                    model: settings.model.clone(),
+                    reasoning_effort: settings.reasoning_effort.clone(),
+                },
+            )
+        })
+        .collect();
+    config.budget_tokens = run.budget_tokens;
     config.approval_policy = match run.approval_policy {
         ApprovalPolicyArg::Never => ApprovalPolicy::Never,
         ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
@@ -165,6 +260,16 @@ pub fn run_config(home: PathBuf, run: &RunOptions) -> Result<RunConfig, CliError
     config.max_running = usize::try_from(run.max_running).unwrap_or(usize::MAX);
     config.max_resident = usize::try_from(run.max_resident).unwrap_or(usize::MAX);
     Ok(config)
+}
+
+/// The workspace the options name (the current directory by default), canonical.
+pub fn workspace_of(run: &RunOptions) -> Result<PathBuf, CliError> {
+    let cwd = match &run.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|err| CliError::usage(format!("cannot read the current directory: {err}")))?,
+    };
+    canonical_dir(&cwd)
 }
 
 fn canonical_dir(dir: &Path) -> Result<PathBuf, CliError> {

@@ -2,6 +2,7 @@
 //! orchestrator: parse, run, print, map errors to exit codes (see `error.rs`).
 
 mod args;
+mod config;
 mod doctor;
 mod error;
 mod exec;

@@ -115,6 +115,9 @@ fn human(event: &Event) -> Option<String> {
             retry_in_ms,
         } => format!("{path}: retrying in {retry_in_ms} ms: {reason}"),
         Event::TurnAborted { path, reason } => format!("{path}: turn aborted: {reason}"),
+        Event::BudgetExhausted { limit, used } => {
+            format!("token budget of {limit} reached ({used} used): no new turn starts")
+        }
         Event::TurnCompleted { path, .. } => format!("{path}: turn completed"),
         Event::TurnStarted { .. }
         | Event::MailDelivered { .. }

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use arbor_agent_graph::{EdgeStatus, SessionTree, Store, ThreadRecord};
 use arbor_orchestrator::Lease;
-use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId};
-use arbor_rollout::read_rollout;
+use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId, Usage};
+use arbor_rollout::{Replay, read_rollout};
 use serde_json::{Value, json};
 
 use crate::args::{LogArgs, MailArgs, ReadArgs, TreeArgs, TreeFormat};
@@ -22,6 +22,7 @@ struct Row {
     resident: bool,
     unread: u64,
     pending_approvals: u64,
+    usage: Usage,
 }
 
 impl Row {
@@ -39,6 +40,7 @@ impl Row {
             "resident": self.resident,
             "unread": self.unread,
             "pending_approvals": self.pending_approvals,
+            "usage": self.usage,
         })
     }
 }
@@ -94,7 +96,9 @@ fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     for record in threads {
         let edge = view.store.edge(record.id)?.map(|(_, status)| status);
         let status = effective_status(&record.status, view.driven);
+        let usage = usage_of(Path::new(&record.rollout_path));
         rows.push(Row {
+            usage,
             edge,
             resident: view.driven && edge != Some(EdgeStatus::Closed),
             unread: unread.get(&record.id).copied().unwrap_or(0),
@@ -107,6 +111,22 @@ fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
         (a.record.depth, a.record.path.as_str()).cmp(&(b.record.depth, b.record.path.as_str()))
     });
     Ok(rows)
+}
+
+/// Tokens an agent used, summed from its rollout's `usage` lines.
+fn usage_of(rollout: &Path) -> Usage {
+    read_rollout(rollout)
+        .map(|read| Replay::from_read(&read).usage)
+        .unwrap_or_default()
+}
+
+fn total(rows: &[Row]) -> Usage {
+    rows.iter().fold(Usage::default(), |mut sum, row| {
+        sum.input_tokens += row.usage.input_tokens;
+        sum.cached_input_tokens += row.usage.cached_input_tokens;
+        sum.output_tokens += row.usage.output_tokens;
+        sum
+    })
 }
 
 /// Rows reachable from the root through open edges (all edges with `all`).
@@ -134,7 +154,7 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
     }
     for row in &rows {
         println!(
-            "{}  {}  {}  {}  edge={}  resident={}  unread={}  approvals={}",
+            "{}  {}  {}  {}  edge={}  resident={}  unread={}  approvals={}  tokens={}",
             row.record.path,
             row.record.nickname.as_deref().unwrap_or("-"),
             row.record.role,
@@ -142,9 +162,15 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
             row.edge.map_or("-", EdgeStatus::as_str),
             row.resident,
             row.unread,
-            row.pending_approvals
+            row.pending_approvals,
+            row.usage.input_tokens + row.usage.output_tokens
         );
     }
+    let sum = total(&rows);
+    println!(
+        "tree: {} input ({} cached) and {} output tokens",
+        sum.input_tokens, sum.cached_input_tokens, sum.output_tokens
+    );
     Ok(())
 }
 
@@ -152,7 +178,9 @@ pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
     if args.json {
         let rows = visible(rows(&view)?, view.root.id, args.all);
-        println!("{}", nest(&rows, view.root.id));
+        let mut tree = nest(&rows, view.root.id);
+        tree["tree_usage"] = serde_json::to_value(total(&rows)).unwrap_or(Value::Null);
+        println!("{tree}");
         return Ok(());
     }
     let mut tree = SessionTree::load(&view.store, view.root.id, args.all)?;

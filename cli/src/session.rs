@@ -12,7 +12,9 @@ use arbor_protocol::{AgentStatus, MailKind};
 
 use crate::args::{FollowupArgs, ResumeArgs, SendArgs, TargetArgs};
 use crate::error::{CliError, EXIT_INTERRUPTED};
-use crate::exec::{build_model, interrupt_signal, mode_of, read_prompt, run_config, run_root};
+use crate::exec::{
+    build_model, interrupt_signal, mode_of, read_prompt, run_config, run_root, workspace_of,
+};
 use crate::output::spawn_printer;
 
 /// The model of a session resumed only to show it: it is never asked anything.
@@ -71,11 +73,12 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
             "too many arguments: arbor resume <SESSION | --last> [PROMPT]",
         ));
     }
+    let file = crate::config::load(&home, &workspace_of(&args.run)?)?;
     let model: Arc<dyn ModelClient> = match prompt {
-        Some(_) => build_model(&args.run)?,
+        Some(_) => build_model(&args.run, &file)?,
         None => Arc::new(NoModel),
     };
-    let config = run_config(home.clone(), &args.run)?;
+    let config = run_config(home.clone(), &args.run, &file)?;
     let (orch, info) = Orchestrator::resume(config, model, &session).await?;
     for notice in &info.notices {
         eprintln!("notice: {notice}");
@@ -131,8 +134,9 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         println!("{}", mail.id);
         return Ok(0);
     }
-    let model = build_model(&args.run)?;
-    let mut config = run_config(home, &args.run)?;
+    let file = crate::config::load(&home, &workspace_of(&args.run)?)?;
+    let model = build_model(&args.run, &file)?;
+    let mut config = run_config(home, &args.run, &file)?;
     config.root_driven = false;
     let (orch, info) = Orchestrator::resume(config, model, &root.id.to_string()).await?;
     for notice in &info.notices {

@@ -60,6 +60,8 @@ pub struct AgentState {
     pub last_message: Option<String>,
     /// Why the running turn was cancelled, set by whoever cancels it.
     pub cancel_reason: Option<String>,
+    /// Tokens this agent used, as far as this process knows (replayed on revival).
+    pub usage: arbor_protocol::Usage,
 }
 
 /// What only a resident agent has: its rollout writer and its task.
@@ -105,6 +107,7 @@ impl Agent {
                 closed: false,
                 last_message: None,
                 cancel_reason: None,
+                usage: arbor_protocol::Usage::default(),
             }),
             resident: Mutex::new(None),
             residency_lock: tokio::sync::Mutex::new(()),

@@ -21,6 +21,13 @@ pub const TOOL_OUTPUT_MAX_BYTES: usize = 16 * 1024;
 /// Largest mail content, in bytes (middle-truncated past this).
 pub const MAIL_MAX_BYTES: usize = 64 * 1024;
 
+/// A per-role model override from `config.toml` (`[roles.<name>]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleModel {
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+}
+
 /// How one process runs a session.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -45,6 +52,10 @@ pub struct RunConfig {
     /// Whether a process drives the root: wake-once applies to `/root` only then (`exec`,
     /// `resume PROMPT`), not under `arbor followup`.
     pub root_driven: bool,
+    /// Per-role model and effort, applied when an agent of that role is spawned.
+    pub role_models: std::collections::BTreeMap<String, RoleModel>,
+    /// Tokens (input + output) the whole tree may use; once reached no new turn starts.
+    pub budget_tokens: Option<u64>,
 }
 
 impl RunConfig {
@@ -66,6 +77,8 @@ impl RunConfig {
             wait_max_ms: WAIT_MAX_MS,
             wake_once: true,
             root_driven: true,
+            role_models: std::collections::BTreeMap::new(),
+            budget_tokens: None,
         }
     }
 }

@@ -303,6 +303,11 @@ impl Orchestrator {
         Ok(mail)
     }
 
+    /// Tokens the tree used in this run, and the agents a spent budget kept from a new turn.
+    pub fn usage_report(&self) -> (arbor_protocol::Usage, Vec<AgentPath>) {
+        self.inner.usage_report()
+    }
+
     /// Reports the end of the run (`session.completed`) with the root's last answer.
     pub fn complete(&self) {
         self.inner.events.emit(Event::SessionCompleted {

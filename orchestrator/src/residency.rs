@@ -104,6 +104,7 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
         if state.last_message.is_none() {
             state.last_message = replay.last_message.clone();
         }
+        state.usage = replay.usage;
         state.mailbox.remove_ids(&replay.consumed)
     };
     for id in consumed_again {

@@ -40,6 +40,8 @@ pub struct Inner {
     /// Every mail id this process has put into a mailbox: the journal watcher skips them, so
     /// mail this process sent itself is never delivered twice.
     delivered: Mutex<std::collections::HashSet<arbor_protocol::MailId>>,
+    /// Tokens used by the tree in this run, and the agents a spent budget kept from starting.
+    usage: Mutex<(arbor_protocol::Usage, Vec<arbor_protocol::AgentPath>)>,
     /// Resident children, least recently used last.
     resident: Mutex<lru::LruCache<ThreadId, ()>>,
     /// False once the session drains: no new turn starts.
@@ -90,6 +92,7 @@ impl Inner {
             accepting: std::sync::atomic::AtomicBool::new(true),
             resident: Mutex::new(lru::LruCache::unbounded()),
             delivered: Mutex::new(std::collections::HashSet::new()),
+            usage: Mutex::new((arbor_protocol::Usage::default(), Vec::new())),
         }
     }
 
@@ -206,6 +209,12 @@ impl Inner {
             {
                 return;
             }
+            if self.over_budget() {
+                drop(state);
+                self.budget_stopped(agent);
+                self.bump();
+                return;
+            }
             state.scheduled = true;
             self.busy.fetch_add(1, Ordering::SeqCst);
             let granted = !counted || {
@@ -259,6 +268,65 @@ impl Inner {
             inner.release_turn_slot(&agent);
             inner.turn_done();
         });
+    }
+
+    /// Adds one response's tokens; returns the agent's and the tree's totals. Emits
+    /// `budget.exhausted` the moment the budget is crossed.
+    pub fn add_usage(
+        &self,
+        agent: &Agent,
+        used: arbor_protocol::Usage,
+    ) -> (arbor_protocol::Usage, arbor_protocol::Usage) {
+        let add = |total: &mut arbor_protocol::Usage| {
+            total.input_tokens += used.input_tokens;
+            total.cached_input_tokens += used.cached_input_tokens;
+            total.output_tokens += used.output_tokens;
+        };
+        let agent_total = {
+            let mut state = agent.state();
+            add(&mut state.usage);
+            state.usage
+        };
+        let (tree_total, crossed) = {
+            let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+            let before = self.over_budget_with(&usage.0);
+            add(&mut usage.0);
+            (usage.0, !before && self.over_budget_with(&usage.0))
+        };
+        if crossed && let Some(limit) = self.config.budget_tokens {
+            self.events.emit(Event::BudgetExhausted {
+                limit,
+                used: tree_total.input_tokens + tree_total.output_tokens,
+            });
+        }
+        (agent_total, tree_total)
+    }
+
+    fn over_budget_with(&self, total: &arbor_protocol::Usage) -> bool {
+        self.config
+            .budget_tokens
+            .is_some_and(|limit| total.input_tokens + total.output_tokens >= limit)
+    }
+
+    /// Whether the tree's token budget is used up.
+    pub fn over_budget(&self) -> bool {
+        let usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        self.over_budget_with(&usage.0)
+    }
+
+    /// Tokens used by the tree in this run, and the agents the budget kept from a new turn.
+    pub fn usage_report(&self) -> (arbor_protocol::Usage, Vec<arbor_protocol::AgentPath>) {
+        self.usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn budget_stopped(&self, agent: &Agent) {
+        let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        if !usage.1.contains(agent.path()) {
+            usage.1.push(agent.path().clone());
+        }
     }
 
     /// Records that a mail reached a mailbox in this process; false when it already had.

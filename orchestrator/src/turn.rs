@@ -105,6 +105,13 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
 
 async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
     for _ in 0..inner.config.max_turn_responses {
+        if inner.over_budget() {
+            let limit = inner.config.budget_tokens.unwrap_or_default();
+            return Outcome::Aborted(
+                AbortKind::Errored,
+                format!("token budget of {limit} reached"),
+            );
+        }
         if let Err(err) = take_input(inner, agent) {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
@@ -132,9 +139,12 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         }
         agent.state().history.extend(response.items.iter().cloned());
         if let Some(usage) = response.usage {
+            let (agent_total, tree_total) = inner.add_usage(agent, usage);
             inner.events.emit(Event::Usage {
                 path: agent.path().clone(),
                 usage,
+                agent_total,
+                tree_total,
             });
         }
         let mut calls = Vec::new();

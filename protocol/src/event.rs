@@ -83,12 +83,18 @@ pub enum Event {
         reason: String,
         retry_in_ms: u64,
     },
+    /// Tokens of one model response, with the agent's and the whole tree's totals so far.
     #[serde(rename = "usage")]
     Usage {
         path: AgentPath,
         #[serde(flatten)]
         usage: Usage,
+        agent_total: Usage,
+        tree_total: Usage,
     },
+    /// The tree's token budget is used up: no new turn starts.
+    #[serde(rename = "budget.exhausted")]
+    BudgetExhausted { limit: u64, used: u64 },
     #[serde(rename = "turn.completed")]
     TurnCompleted {
         path: AgentPath,
@@ -122,6 +128,7 @@ impl Event {
             Self::ApprovalDecided { .. } => "approval.decided",
             Self::AgentRetrying { .. } => "agent.retrying",
             Self::Usage { .. } => "usage",
+            Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::TurnCompleted { .. } => "turn.completed",
             Self::TurnAborted { .. } => "turn.aborted",
             Self::SessionCompleted { .. } => "session.completed",

@@ -2,6 +2,7 @@
 //! area. Shared support code is the `arbor-tests` library.
 
 mod cli;
+mod config;
 mod lease;
 mod paths;
 mod providers;

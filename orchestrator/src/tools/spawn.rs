@@ -88,12 +88,15 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         return Err(EMPTY_MESSAGE.to_string());
     }
     let fork = Fork::parse(args.fork_turns.as_deref())?;
+    let configured = inner.config.role_models.get(&role.name);
     let model = args
         .model
+        .or_else(|| configured.and_then(|c| c.model.clone()))
         .or_else(|| role.model.clone())
         .unwrap_or_else(|| caller.identity.model.clone());
     let effort = args
         .reasoning_effort
+        .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
         .or_else(|| role.reasoning_effort.clone())
         .or_else(|| caller.identity.effort.clone());
     let nickname = inner.draw_nickname(role);
