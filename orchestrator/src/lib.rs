@@ -16,6 +16,7 @@ mod registry;
 mod residency;
 mod resume;
 mod runtime;
+mod sampling;
 mod tools;
 mod turn;
 

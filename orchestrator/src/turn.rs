@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use arbor_mailbox::wake_once_due;
-use arbor_model::{AgentIdentity, ModelEvent, ModelRequest};
+use arbor_model::{AgentIdentity, ModelRequest};
 use arbor_protocol::{
     AbortKind, AgentStatus, Event, MailConsumed, MailKind, ResponseItem, RolloutItem, TurnAborted,
     TurnCompleted, TurnStarted,
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, TurnSpan};
 use crate::mail;
 use crate::runtime::Inner;
+use crate::sampling;
 use crate::tools::{self, Call};
 
 /// How a turn ended.
@@ -116,17 +117,12 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
         let request = build_request(inner, agent);
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let forward = forward_model_events(inner, agent, events_rx);
-        let response = inner.model.respond(&request, &events_tx).await;
-        drop(events_tx);
-        forward.await;
-        let response = match response {
+        let response = match sampling::sample(inner, agent, &request).await {
             Ok(response) => response,
-            Err(err) => return Outcome::Aborted(AbortKind::Errored, err.to_string()),
+            Err(err) => return Outcome::Aborted(AbortKind::Errored, err),
         };
-        let mut lines: Vec<RolloutItem> = response
-            .items
+        let rest = &response.items[response.recorded..];
+        let mut lines: Vec<RolloutItem> = rest
             .iter()
             .cloned()
             .map(RolloutItem::ResponseItem)
@@ -137,7 +133,7 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         if let Err(err) = agent.record(&lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
-        agent.state().history.extend(response.items.iter().cloned());
+        agent.state().history.extend(rest.iter().cloned());
         if let Some(usage) = response.usage {
             let (agent_total, tree_total) = inner.add_usage(agent, usage);
             inner.events.emit(Event::Usage {
@@ -185,16 +181,13 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             // A commentary preamble before tool calls is same-turn work: delivery stays open.
             agent.state().mailbox.reopen();
         }
-        for call in &calls {
-            inner.events.emit(Event::ToolCall {
-                path: agent.path().clone(),
-                call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                arguments: serde_json::from_str(&call.arguments)
-                    .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone())),
-            });
+        for call in calls
+            .iter()
+            .filter(|c| !response.early.contains_key(&c.call_id))
+        {
+            sampling::emit_call(inner, agent, call);
         }
-        let outputs = tools::run_calls(inner, agent, &calls).await;
+        let outputs = tools::run_calls(inner, agent, &calls, response.early).await;
         let items: Vec<ResponseItem> = calls
             .iter()
             .zip(outputs)
@@ -227,34 +220,6 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         AbortKind::Errored,
         "turn response limit reached".to_string(),
     )
-}
-
-/// Relays a provider's progress (retries) as events until the response is done.
-fn forward_model_events(
-    inner: &Arc<Inner>,
-    agent: &Arc<Agent>,
-    mut events: mpsc::UnboundedReceiver<ModelEvent>,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let inner = Arc::clone(inner);
-    let path = agent.path().clone();
-    let handle = tokio::spawn(async move {
-        while let Some(event) = events.recv().await {
-            match event {
-                ModelEvent::Retrying {
-                    reason,
-                    retry_in_ms,
-                } => inner.events.emit(Event::AgentRetrying {
-                    path: path.clone(),
-                    reason,
-                    retry_in_ms,
-                }),
-                ModelEvent::ItemDone(_) => {}
-            }
-        }
-    });
-    async move {
-        let _ = handle.await;
-    }
 }
 
 /// Moves the agent's pending input and its deliverable mail into history: rollout first, then

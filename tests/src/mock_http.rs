@@ -57,6 +57,9 @@ pub enum Part {
     Drop,
     /// Send nothing more and wait (bounded) until the client closes the connection.
     Stall,
+    /// Hold the body here until the file exists (bounded like `Stall`), then go on: lets a
+    /// test see that the client acted on what it received before the response ended.
+    UntilFile(std::path::PathBuf),
 }
 
 /// What the server answers to one request.
@@ -310,6 +313,14 @@ async fn write_reply(
                 }
             }
             Part::Drop => return false,
+            Part::UntilFile(path) => {
+                let appeared = async {
+                    while !path.exists() {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                };
+                let _ = tokio::time::timeout(MAX_STALL, appeared).await;
+            }
             Part::Stall => {
                 let mut sink = [0_u8; 1024];
                 let gone =

@@ -11,3 +11,4 @@ mod resume;
 mod rollout;
 mod scenarios;
 mod store;
+mod streaming;

@@ -8,6 +8,7 @@ pub mod specs;
 mod wait;
 mod work;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arbor_protocol::text::truncate_middle;
@@ -33,11 +34,19 @@ pub type ToolResult = Result<String, String>;
 /// Runs the calls of one response and returns their outputs in call order. Calls that change
 /// the tree run one after another in call order; `exec_command`, `apply_patch` and
 /// `wait_agent` run concurrently with everything else.
-pub async fn run_calls(inner: &Arc<Inner>, agent: &Arc<Agent>, calls: &[Call]) -> Vec<String> {
+pub async fn run_calls(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    calls: &[Call],
+    mut started: HashMap<String, crate::sampling::Started>,
+) -> Vec<String> {
     let mut outputs: Vec<Option<String>> = vec![None; calls.len()];
     let mut slow = JoinSet::new();
     for (index, call) in calls.iter().enumerate() {
-        if is_slow(&call.name) && calls.len() > 1 {
+        if let Some(handle) = started.remove(&call.call_id) {
+            // Started while the response streamed: collect it with the other slow calls.
+            slow.spawn(async move { (index, handle.output().await) });
+        } else if is_slow(&call.name) && calls.len() > 1 {
             let inner = Arc::clone(inner);
             let agent = Arc::clone(agent);
             let call = call.clone();
@@ -58,7 +67,8 @@ pub async fn run_calls(inner: &Arc<Inner>, agent: &Arc<Agent>, calls: &[Call]) -
         .collect()
 }
 
-fn is_slow(name: &str) -> bool {
+/// Tools that may run concurrently with everything else (and start while a response streams).
+pub fn is_slow(name: &str) -> bool {
     matches!(name, "exec_command" | "apply_patch" | "wait_agent")
 }
 

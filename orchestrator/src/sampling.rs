@@ -1,0 +1,161 @@
+//! One model response, streamed: output items are recorded (rollout, then history) as they
+//! complete, and a slow tool call (`exec_command`, `apply_patch`, `wait_agent`) starts as soon
+//! as its item is done rather than at the end of the stream. A provider retry after output
+//! began cancels what had started and records why, so history stays true and well formed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arbor_model::{ModelEvent, ModelRequest};
+use arbor_protocol::{Event, ResponseItem, RolloutItem, Usage};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::agent::Agent;
+use crate::runtime::Inner;
+use crate::tools::{self, Call};
+
+/// A running call that is stopped when its handle is dropped (a cut turn stops it).
+#[derive(Debug)]
+pub struct Started(JoinHandle<String>);
+
+impl Started {
+    /// Waits for the call's output.
+    pub async fn output(mut self) -> String {
+        (&mut self.0)
+            .await
+            .unwrap_or_else(|err| format!("the tool failed to run: {err}"))
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A finished response.
+pub struct Sampled {
+    /// Every item of the final response, in order.
+    pub items: Vec<ResponseItem>,
+    pub usage: Option<Usage>,
+    /// How many leading `items` are already recorded (rollout and history).
+    pub recorded: usize,
+    /// Calls already running, by call id; their `tool.call` events are already out.
+    pub early: HashMap<String, Started>,
+}
+
+/// What a call cancelled by a provider retry reads as its output.
+pub const CANCELLED_BY_RETRY: &str =
+    "this call was cancelled: the model's response was interrupted and requested again";
+
+/// Streams one response for `agent`.
+pub async fn sample(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    request: &ModelRequest,
+) -> Result<Sampled, String> {
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+    let respond = inner.model.respond(request, &events_tx);
+    tokio::pin!(respond);
+    let mut done: Vec<ResponseItem> = Vec::new();
+    let mut recorded = 0usize;
+    let mut early: HashMap<String, Started> = HashMap::new();
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            Some(event) = events_rx.recv() => match event {
+                ModelEvent::ItemDone(item) => {
+                    let starts = matches!(&item, ResponseItem::FunctionCall { name, .. } if tools::is_slow(name));
+                    done.push(item);
+                    if starts {
+                        record(agent, &done[recorded..])?;
+                        recorded = done.len();
+                        if let Some(ResponseItem::FunctionCall { call_id, name, arguments }) = done.last() {
+                            let call = Call { call_id: call_id.clone(), name: name.clone(), arguments: arguments.clone() };
+                            emit_call(inner, agent, &call);
+                            let (inner, agent) = (Arc::clone(inner), Arc::clone(agent));
+                            early.insert(call.call_id.clone(), Started(tokio::spawn(async move {
+                                tools::dispatch(&inner, &agent, &call).await
+                            })));
+                        }
+                    }
+                }
+                ModelEvent::Retrying { reason, retry_in_ms } => {
+                    inner.events.emit(Event::AgentRetrying {
+                        path: agent.path().clone(),
+                        reason,
+                        retry_in_ms,
+                    });
+                    if recorded > 0 {
+                        cancel_started(agent, &mut early)?;
+                    }
+                    done.clear();
+                    recorded = 0;
+                }
+            },
+            result = &mut respond => break result,
+        }
+    };
+    let response = match outcome {
+        Ok(response) => response,
+        Err(err) => {
+            cancel_started(agent, &mut early)?;
+            return Err(err.to_string());
+        }
+    };
+    // The stream reported its items in order: the recorded ones lead the final list.
+    let leads = recorded <= response.items.len() && response.items[..recorded] == done[..recorded];
+    if !leads && recorded > 0 {
+        cancel_started(agent, &mut early)?;
+        recorded = 0;
+    }
+    Ok(Sampled {
+        items: response.items,
+        usage: response.usage,
+        recorded,
+        early,
+    })
+}
+
+/// Records items of the response in progress: rollout first, then history.
+fn record(agent: &Agent, items: &[ResponseItem]) -> Result<(), String> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<RolloutItem> = items
+        .iter()
+        .cloned()
+        .map(RolloutItem::ResponseItem)
+        .collect();
+    agent.record(&lines).map_err(|err| err.to_string())?;
+    agent.state().history.extend(items.iter().cloned());
+    Ok(())
+}
+
+/// Stops calls started from a response that will not stand, and records their outputs.
+fn cancel_started(agent: &Agent, early: &mut HashMap<String, Started>) -> Result<(), String> {
+    let mut outputs: Vec<ResponseItem> = Vec::new();
+    let mut ids: Vec<String> = early.keys().cloned().collect();
+    ids.sort();
+    for call_id in ids {
+        // Dropping the handle stops the call.
+        drop(early.remove(&call_id));
+        outputs.push(ResponseItem::FunctionCallOutput {
+            call_id,
+            output: CANCELLED_BY_RETRY.to_string(),
+        });
+    }
+    record(agent, &outputs)
+}
+
+/// Emits `tool.call` for a call about to run.
+pub fn emit_call(inner: &Inner, agent: &Agent, call: &Call) {
+    inner.events.emit(Event::ToolCall {
+        path: agent.path().clone(),
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        arguments: serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone())),
+    });
+}
