@@ -1,9 +1,10 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|revive|resume|churn|pingpong [N]|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod fanout;
+mod http_overhead;
 mod residency;
 mod rollout;
 mod store;
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         "rollout" => rollout::run(),
         "fanout" => fanout::run(&sizes),
         "stream" => stream::run(),
+        "http" => http_overhead::run(200),
         "revive" => residency::revive_latency(),
         "resume" => residency::resume_workload(),
         "churn" => residency::churn(),
@@ -40,13 +42,14 @@ fn main() -> ExitCode {
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
             .and_then(|()| stream::run())
+            .and_then(|()| http_overhead::run(200))
             .and_then(|()| residency::revive_latency())
             .and_then(|()| residency::resume_workload())
             .and_then(|()| residency::churn())
             .and_then(|()| residency::ping_pong(10_000)),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, revive, resume, churn, pingpong or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong or all"
             );
             return ExitCode::from(2);
         }
