@@ -528,3 +528,62 @@ fn sigkill_during_evictions_keeps_every_acknowledged_agent_revivable() {
         "{log}"
     );
 }
+
+#[test]
+fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "ic.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}},
+                 {"call": "spawn_agent", "args": {"task_name": "v", "message": "finish"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "sleep 600", "timeout_ms": 600000}}]]},
+            {"match": "/root/v", "responses": [[{"say": "v done"}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");
+    let session = driver.session.clone();
+    let out = ws.run(&["interrupt", &session, "/root/w"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        json!({"previous_status": "running"})
+    );
+    // The driver applies it: w's turn ends as interrupted, and the tree finishes.
+    driver.until(|e| {
+        e["type"] == "turn.aborted" && e["path"] == "/root/w" && e["reason"] == "interrupted"
+    });
+    assert_eq!(driver.wait(), 0);
+    let list = agents(&ws, &session);
+    assert_eq!(
+        agent(&list, "/root/w")["status"],
+        json!({"interrupted": "interrupted"})
+    );
+    // Stopped session: interrupt changes nothing, close closes the edge.
+    let idle = ws.run(&["interrupt", &session, "/root/v"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&idle.stdout).expect("json"),
+        json!({"previous_status": {"completed": "v done"}})
+    );
+    let closed = ws.run(&["close", &session, "/root/v"]);
+    assert!(closed.status.success(), "{}", text(&closed.stderr));
+    let list = agents(&ws, &session);
+    assert_eq!(agent(&list, "/root/v")["edge"], "closed");
+    assert_eq!(agent(&list, "/root/v")["status"], "closed");
+    let again = ws.run(&["send", &session, "/root/v", "hello"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        text(&again.stderr).contains("agent /root/v is closed"),
+        "{}",
+        text(&again.stderr)
+    );
+    let root = ws.run(&["close", &session, "/root"]);
+    assert_eq!(root.status.code(), Some(2));
+    assert!(text(&root.stderr).contains("root is not a spawned agent"));
+}

@@ -630,3 +630,17 @@ async fn the_same_script_gives_the_same_run_twice() {
     }
     assert_eq!(runs[0], runs[1]);
 }
+
+#[tokio::test]
+async fn a_turn_stops_at_max_turn_responses() {
+    let script = json!({"agents": [
+        {"match": "/root", "repeat": true, "responses": [[{"call": "list_agents", "args": {}}]]}
+    ]});
+    let mut s = Session::new(script, |c| c.max_turn_responses = 3).await;
+    s.run("loop forever").await;
+    assert_eq!(
+        s.orch.root_status(),
+        AgentStatus::Errored("turn response limit reached".into())
+    );
+    assert_eq!(s.model.requests_for(&Session::path("/root")).len(), 3);
+}
