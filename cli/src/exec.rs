@@ -1,14 +1,15 @@
 //! `arbor exec`: start a session, run the tree until it is quiescent, print the root's answer.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_model::{ModelClient, ScriptedModel};
 use arbor_orchestrator::{Orchestrator, RunConfig};
-use arbor_protocol::{AgentStatus, ApprovalPolicy, SandboxMode};
+use arbor_protocol::{AgentStatus, ApprovalPolicy, ApprovalsReviewer, SandboxMode};
 
-use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, RunOptions, SandboxArg};
+use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, Reviewer, RunOptions, SandboxArg};
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::output::{Mode, spawn_printer};
 
@@ -16,7 +17,7 @@ use crate::output::{Mode, spawn_printer};
 pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = read_prompt(&args.prompt)?;
     let model = build_model(&args.run)?;
-    let config = run_config(home, &args.run)?;
+    let config = run_config(home, &args.run, terminal_attached(&args.prompt))?;
     let orch = Orchestrator::new(config, model).await?;
     run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
 }
@@ -34,7 +35,8 @@ pub async fn run_root(
     mode: Mode,
     no_wait_children: bool,
 ) -> Result<u8, CliError> {
-    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe());
+    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe(), sandbox_notices(orch));
+    start_prompter(orch);
     orch.start(prompt).await?;
     let interrupted = tokio::select! {
         () = drive(orch, no_wait_children) => false,
@@ -75,6 +77,32 @@ async fn drive(orch: &Orchestrator, no_wait_children: bool) {
         orch.stop_children("parent_exit");
     }
     orch.wait_quiescent().await;
+}
+
+/// Whether a human at a terminal can answer approval requests: stdin is a terminal and does
+/// not carry the prompt (`-`).
+pub fn terminal_attached(prompt: &str) -> bool {
+    prompt != "-" && std::io::stdin().is_terminal()
+}
+
+/// Starts answering approval requests at the terminal, when the session has one.
+pub fn start_prompter(orch: &Orchestrator) {
+    if let Some(prompts) = orch.take_approval_prompts() {
+        crate::prompt::spawn(prompts);
+    }
+}
+
+/// What the user is told at session start when commands run without a sandbox.
+pub fn sandbox_notices(orch: &Orchestrator) -> Vec<String> {
+    let status = orch.sandbox_status();
+    if status.enforced {
+        return Vec::new();
+    }
+    vec![format!(
+        "warning: commands run without a sandbox (sandbox: {}): {}",
+        status.label,
+        status.notes.join("; ")
+    )]
 }
 
 /// Resolves on the first Ctrl-C or SIGTERM.
@@ -140,7 +168,8 @@ pub fn build_model(run: &RunOptions) -> Result<Arc<dyn ModelClient>, CliError> {
 }
 
 /// The run configuration the options describe.
-pub fn run_config(home: PathBuf, run: &RunOptions) -> Result<RunConfig, CliError> {
+/// `terminal`: a human at a terminal answers approval requests (see [`terminal_attached`]).
+pub fn run_config(home: PathBuf, run: &RunOptions, terminal: bool) -> Result<RunConfig, CliError> {
     let cwd = match &run.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()
@@ -155,6 +184,16 @@ pub fn run_config(home: PathBuf, run: &RunOptions) -> Result<RunConfig, CliError
         ApprovalPolicyArg::Never => ApprovalPolicy::Never,
         ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
         ApprovalPolicyArg::Untrusted => ApprovalPolicy::Untrusted,
+    };
+    config.reviewer = match run.reviewer {
+        Reviewer::User => ApprovalsReviewer::User,
+        Reviewer::Guardian => ApprovalsReviewer::Guardian,
+    };
+    config.approval_terminal = terminal;
+    config.approval_wait = match run.approval_wait {
+        Some(seconds) => Some(Duration::from_secs(seconds)),
+        None if terminal => None,
+        None => Some(Duration::ZERO),
     };
     config.sandbox = match run.sandbox {
         SandboxArg::ReadOnly => SandboxMode::ReadOnly,

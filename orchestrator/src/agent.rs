@@ -60,6 +60,12 @@ pub struct AgentState {
     pub last_message: Option<String>,
     /// Why the running turn was cancelled, set by whoever cancels it.
     pub cancel_reason: Option<String>,
+    /// Model tokens (input and output) this agent's responses used in this process.
+    pub tokens_used: u64,
+    /// The model's error when the last turn ended on one (the guardian's reviews classify it).
+    pub last_model_error: Option<arbor_model::ModelError>,
+    /// Approval requests of this agent waiting for an answer.
+    pub approvals_open: u32,
 }
 
 /// What only a resident agent has: its rollout writer and its task.
@@ -105,6 +111,9 @@ impl Agent {
                 closed: false,
                 last_message: None,
                 cancel_reason: None,
+                tokens_used: 0,
+                last_model_error: None,
+                approvals_open: 0,
             }),
             resident: Mutex::new(None),
             residency_lock: tokio::sync::Mutex::new(()),

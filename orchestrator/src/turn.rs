@@ -76,6 +76,8 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
         state.turn_no += 1;
         state.turn_token = Some(token.clone());
         state.cancel_reason = None;
+        state.last_model_error = None;
+        state.approvals_open = 0;
         state.mailbox.start_turn();
         let start = state.history.len();
         state.turns.push(TurnSpan {
@@ -116,7 +118,11 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         forward.await;
         let response = match response {
             Ok(response) => response,
-            Err(err) => return Outcome::Aborted(AbortKind::Errored, err.to_string()),
+            Err(err) => {
+                let reason = err.to_string();
+                agent.state().last_model_error = Some(err);
+                return Outcome::Aborted(AbortKind::Errored, reason);
+            }
         };
         let mut lines: Vec<RolloutItem> = response
             .items
@@ -130,7 +136,16 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         if let Err(err) = agent.record(&lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
-        agent.state().history.extend(response.items.iter().cloned());
+        {
+            let mut state = agent.state();
+            state.history.extend(response.items.iter().cloned());
+            if let Some(usage) = response.usage {
+                state.tokens_used = state
+                    .tokens_used
+                    .saturating_add(usage.input_tokens)
+                    .saturating_add(usage.output_tokens);
+            }
+        }
         if let Some(usage) = response.usage {
             inner.events.emit(Event::Usage {
                 path: agent.path().clone(),

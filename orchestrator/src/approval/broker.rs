@@ -1,0 +1,407 @@
+//! The session's approval broker: how a request and its decision are recorded (store,
+//! requester's rollout, events), and the watcher that finds decisions made by other processes
+//! (`arbor approve|deny`) for requests this process holds.
+//!
+//! The approval log is primary data, like mail: a request is appended to the requester's
+//! rollout, then committed to the store, then announced. A decision is committed to the store
+//! first, because the store arbitrates between the terminal, another process and the deadline
+//! (the first decision of a pending request wins), then appended to the rollout, then announced.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arbor_agent_graph::{
+    ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, OverrideKey,
+};
+use arbor_protocol::{AgentStatus, ApprovalDecided, ApprovalRequested, Event, RolloutItem};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::agent::Agent;
+use crate::journal::POLL_INTERVAL;
+use crate::runtime::Inner;
+
+/// One approval request of an `exec_command` call.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub id: String,
+    pub action: Value,
+    pub justification: Option<String>,
+    pub key: OverrideKey,
+    /// The requester's turn when it asked (the denial breaker counts per turn).
+    pub turn: u64,
+}
+
+/// How a request ended, and what the requester's model reads when it may not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    pub outcome: ApprovalOutcome,
+    pub decided_by: DecidedBy,
+    pub risk_level: Option<String>,
+    pub rationale: Option<String>,
+    pub tokens: Option<u64>,
+    /// The model-facing result instead of the command's; `None` when it may run.
+    pub message: Option<String>,
+}
+
+impl Settled {
+    /// An allow.
+    pub fn allow(decided_by: DecidedBy, rationale: Option<String>) -> Self {
+        Self {
+            outcome: ApprovalOutcome::Allow,
+            decided_by,
+            risk_level: None,
+            rationale,
+            tokens: None,
+            message: None,
+        }
+    }
+
+    /// Anything but an allow, with the model-facing `message`.
+    pub fn refuse(
+        outcome: ApprovalOutcome,
+        decided_by: DecidedBy,
+        rationale: Option<String>,
+        message: String,
+    ) -> Self {
+        Self {
+            outcome,
+            decided_by,
+            risk_level: None,
+            rationale,
+            tokens: None,
+            message: Some(message),
+        }
+    }
+
+    /// A decision another process stored (a human's answer with `arbor approve|deny`).
+    pub fn from_record(record: &ApprovalRecord) -> Self {
+        let decided_by = record.decided_by.unwrap_or(DecidedBy::User);
+        let message = match record.outcome {
+            ApprovalOutcome::Allow => None,
+            ApprovalOutcome::Pending | ApprovalOutcome::Deny => {
+                Some(arbor_guardian::denied_message(Some(
+                    record.rationale.as_deref().unwrap_or("denied by the user"),
+                )))
+            }
+            ApprovalOutcome::ReviewUnavailable => Some(arbor_guardian::unavailable_message(
+                record.rationale.as_deref().unwrap_or("unknown"),
+            )),
+            ApprovalOutcome::NoApprover => Some(arbor_guardian::no_approver_message()),
+        };
+        Self {
+            outcome: record.outcome,
+            decided_by,
+            risk_level: record.risk_level.clone(),
+            rationale: record.rationale.clone(),
+            tokens: record.tokens,
+            message,
+        }
+    }
+
+    pub fn allowed(&self) -> bool {
+        self.outcome == ApprovalOutcome::Allow
+    }
+
+    fn decision(&self) -> ApprovalDecision {
+        ApprovalDecision {
+            outcome: self.outcome,
+            decided_by: self.decided_by,
+            risk_level: self.risk_level.clone(),
+            rationale: self.rationale.clone(),
+            tokens: self.tokens,
+        }
+    }
+}
+
+fn record_of(inner: &Inner, agent: &Agent, request: &Request) -> ApprovalRecord {
+    ApprovalRecord::pending(
+        request.id.clone(),
+        inner.session_id,
+        agent.id(),
+        agent.path().clone(),
+        request.action.clone(),
+        request.justification.clone(),
+    )
+}
+
+fn requested_line(request: &Request) -> RolloutItem {
+    RolloutItem::ApprovalRequested(ApprovalRequested {
+        request_id: request.id.clone(),
+        action: request.action.clone(),
+        justification: request.justification.clone(),
+    })
+}
+
+fn decided_line(id: &str, settled: &Settled) -> RolloutItem {
+    RolloutItem::ApprovalDecided(ApprovalDecided {
+        request_id: id.to_string(),
+        outcome: settled.outcome.as_str().to_string(),
+        decided_by: Some(settled.decided_by.as_str().to_string()),
+        risk_level: settled.risk_level.clone(),
+        rationale: settled.rationale.clone(),
+    })
+}
+
+fn announce_request(inner: &Inner, agent: &Agent, request: &Request) {
+    inner.events.emit(Event::ApprovalRequested {
+        id: request.id.clone(),
+        path: agent.path().clone(),
+        action: request.action.clone(),
+    });
+}
+
+/// Emits `approval.decided`.
+pub fn announce_decision(inner: &Inner, id: &str, settled: &Settled) {
+    inner.events.emit(Event::ApprovalDecided {
+        id: id.to_string(),
+        outcome: settled.outcome.as_str().to_string(),
+        decided_by: Some(settled.decided_by.as_str().to_string()),
+        risk_level: settled.risk_level.clone(),
+        rationale: settled.rationale.clone(),
+    });
+}
+
+/// Records a request that is decided as it is made (policy, session cache, override): both
+/// lines in the rollout, one row in the store, then both events.
+pub async fn record_settled(
+    inner: &Inner,
+    agent: &Agent,
+    request: &Request,
+    settled: &Settled,
+) -> Result<(), String> {
+    agent
+        .record(&[requested_line(request), decided_line(&request.id, settled)])
+        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
+    let mut record = record_of(inner, agent, request);
+    record.outcome = settled.outcome;
+    record.decided_by = Some(settled.decided_by);
+    record.risk_level = settled.risk_level.clone();
+    record.rationale = settled.rationale.clone();
+    record.tokens = settled.tokens;
+    record.decided_at = Some(record.requested_at);
+    inner
+        .store
+        .record_approval_request(record)
+        .await
+        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
+    announce_request(inner, agent, request);
+    announce_decision(inner, &request.id, settled);
+    Ok(())
+}
+
+/// Records a pending request and marks the requester `awaiting_approval`.
+pub async fn open(inner: &Inner, agent: &Agent, request: &Request) -> Result<(), String> {
+    agent
+        .record(&[requested_line(request)])
+        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
+    inner
+        .store
+        .record_approval_request(record_of(inner, agent, request))
+        .await
+        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
+    announce_request(inner, agent, request);
+    let first = {
+        let mut state = agent.state();
+        state.approvals_open += 1;
+        state.approvals_open == 1
+    };
+    if first {
+        inner.set_status(agent, AgentStatus::AwaitingApproval);
+    }
+    Ok(())
+}
+
+/// Decides a pending request: `settled` unless another process decided it first, in which case
+/// that decision stands (and an approval's override is used up by this very request). Then the
+/// rollout line, the event, and the requester back to `running`.
+pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Settled) -> Settled {
+    let settled = match inner
+        .store
+        .decide_pending_approval(&request.id, settled.decision())
+        .await
+    {
+        Ok(true) => settled,
+        Ok(false) => adopt_stored(inner, &request.id).await.unwrap_or(settled),
+        Err(err) => {
+            tracing::error!(id = %request.id, error = %err, "approval decision not stored");
+            settled
+        }
+    };
+    if let Err(err) = agent.record(&[decided_line(&request.id, &settled)]) {
+        tracing::error!(path = %agent.path(), error = %err, "approval decision not in the rollout");
+    }
+    announce_decision(inner, &request.id, &settled);
+    let last = {
+        let mut state = agent.state();
+        state.approvals_open = state.approvals_open.saturating_sub(1);
+        state.approvals_open == 0 && state.status == AgentStatus::AwaitingApproval
+    };
+    if last {
+        inner.set_status(agent, AgentStatus::Running);
+    }
+    settled
+}
+
+/// The decision another process stored for `id`; an approval's override is used up here.
+pub async fn adopt_stored(inner: &Inner, id: &str) -> Option<Settled> {
+    let store = inner.store.clone();
+    let key = id.to_string();
+    let record = tokio::task::spawn_blocking(move || store.approval(&key))
+        .await
+        .ok()?
+        .ok()??;
+    if record.outcome == ApprovalOutcome::Pending {
+        return None;
+    }
+    let settled = Settled::from_record(&record);
+    if settled.allowed()
+        && let Err(err) = inner.store.use_own_override(id).await
+    {
+        tracing::error!(id, error = %err, "override of an answered request not used up");
+    }
+    Some(settled)
+}
+
+/// Requests this process watches in the store: waiters (a requester waits for a human) and
+/// orphans (pending requests nobody waits for any more: cut short, or from before a restart).
+#[derive(Debug, Default)]
+pub struct Watched {
+    waiters: Mutex<HashMap<String, oneshot::Sender<ApprovalRecord>>>,
+    orphans: Mutex<HashSet<String>>,
+}
+
+impl Watched {
+    /// Watches `id` for a decision from another process; resolves with its record.
+    pub fn wait_for(self: &Arc<Self>, id: &str) -> (oneshot::Receiver<ApprovalRecord>, WaitGuard) {
+        let (tx, rx) = oneshot::channel();
+        self.lock_waiters().insert(id.to_string(), tx);
+        let guard = WaitGuard {
+            watched: Arc::clone(self),
+            id: id.to_string(),
+            settled: false,
+        };
+        (rx, guard)
+    }
+
+    /// Watches a pending request nobody waits for.
+    pub fn add_orphan(&self, id: &str) {
+        self.orphans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_string());
+    }
+
+    /// Whether `id` is a pending request nobody waits for.
+    pub fn is_orphan(&self, id: &str) -> bool {
+        self.orphans
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(id)
+    }
+
+    fn lock_waiters(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<ApprovalRecord>>> {
+        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.lock_waiters().keys().cloned().collect();
+        ids.extend(
+            self.orphans
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        );
+        ids
+    }
+}
+
+/// Stops watching a request when its waiter is done; a waiter dropped before its request was
+/// decided (its turn was cut short) leaves the request watched as an orphan.
+#[derive(Debug)]
+pub struct WaitGuard {
+    watched: Arc<Watched>,
+    id: String,
+    settled: bool,
+}
+
+impl WaitGuard {
+    /// The waiter is about to decide the request itself.
+    pub fn settle(mut self) {
+        self.settled = true;
+    }
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        self.watched.lock_waiters().remove(&self.id);
+        if !self.settled {
+            self.watched.add_orphan(&self.id);
+        }
+    }
+}
+
+/// Polls the store for decisions of watched requests until the session stops: a waiter gets
+/// its record; an orphan's decision is announced (`approval.decided`).
+pub fn watch(inner: &Arc<Inner>) {
+    let watcher = Arc::clone(inner);
+    let token = inner.root_token.clone();
+    inner.tracker.spawn(async move {
+        let mut tick = tokio::time::interval(POLL_INTERVAL);
+        loop {
+            tokio::select! {
+                () = token.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let ids = watcher.approvals.watched.ids();
+            if ids.is_empty() {
+                continue;
+            }
+            let store = watcher.store.clone();
+            let session = watcher.session_id;
+            let decided = tokio::task::spawn_blocking(move || {
+                let pending: HashSet<String> = store
+                    .pending_approvals(session)?
+                    .into_iter()
+                    .map(|record| record.id)
+                    .collect();
+                let mut decided = Vec::new();
+                for id in ids.iter().filter(|id| !pending.contains(*id)) {
+                    if let Some(record) = store.approval(id)? {
+                        decided.push(record);
+                    }
+                }
+                Ok::<_, arbor_agent_graph::StoreError>(decided)
+            })
+            .await;
+            match decided {
+                Ok(Ok(records)) => {
+                    for record in records {
+                        deliver(&watcher, record);
+                    }
+                }
+                Ok(Err(err)) => tracing::error!(error = %err, "approval log unreadable"),
+                Err(err) => tracing::error!(error = %err, "approval watcher failed"),
+            }
+        }
+    });
+}
+
+fn deliver(inner: &Inner, record: ApprovalRecord) {
+    let watched = &inner.approvals.watched;
+    if let Some(waiter) = watched.lock_waiters().remove(&record.id) {
+        let _ = waiter.send(record);
+        return;
+    }
+    let was_orphan = watched
+        .orphans
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .remove(&record.id);
+    if was_orphan {
+        announce_decision(inner, &record.id, &Settled::from_record(&record));
+    }
+}
