@@ -110,6 +110,10 @@ impl Store {
                     insert_override(conn, &id, &session, key)?;
                     Ok(AnswerOutcome::Decided)
                 }
+                (ApprovalOutcome::Allow, _) => Ok(AnswerOutcome::AlreadyDecided {
+                    outcome,
+                    decided_by,
+                }),
                 (_, HumanAnswer::Approve(_)) if overridden => Ok(AnswerOutcome::AlreadyOverridden),
                 (
                     ApprovalOutcome::Deny

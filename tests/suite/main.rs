@@ -1,11 +1,13 @@
 //! arbor's integration tests: one binary (the `suite` test of `arbor-cli`), one module per
 //! area. Shared support code is the `arbor-tests` library.
 
+mod approvals;
 mod cli;
 mod lease;
 mod paths;
 mod residency;
 mod resume;
 mod rollout;
+mod sandbox;
 mod scenarios;
 mod store;
