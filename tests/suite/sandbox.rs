@@ -160,8 +160,12 @@ async fn an_explorer_cannot_write() {
 }
 
 /// A session whose terminal approves every request once.
-pub async fn approving_session(script: Value, configure: impl FnOnce(&mut RunConfig)) -> Session {
-    let s = Session::new(script, |config| {
+pub async fn approving_session(
+    script: Value,
+    setup: impl FnOnce(&Path),
+    configure: impl FnOnce(&mut RunConfig),
+) -> Session {
+    let s = Session::with_workspace(script, setup, |config| {
         config.approval_terminal = true;
         config.approval_wait = None;
         configure(config);
@@ -185,7 +189,7 @@ async fn an_approved_escalation_can_write_outside() {
         "sandbox_permissions": "require_escalated",
         "justification": "write the report outside the workspace"
     })]);
-    let mut s = approving_session(script, |_| {}).await;
+    let mut s = approving_session(script, |_| {}, |_| {}).await;
     s.run("write outside").await;
     let result = exec_result(&s.tool_output("/root", "exec_command"));
     assert_eq!(result["exit_code"], 0, "{result}");

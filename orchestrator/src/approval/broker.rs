@@ -140,6 +140,7 @@ fn decided_line(id: &str, settled: &Settled) -> RolloutItem {
         decided_by: Some(settled.decided_by.as_str().to_string()),
         risk_level: settled.risk_level.clone(),
         rationale: settled.rationale.clone(),
+        tokens: settled.tokens,
     })
 }
 
@@ -402,6 +403,41 @@ fn deliver(inner: &Inner, record: ApprovalRecord) {
         .unwrap_or_else(PoisonError::into_inner)
         .remove(&record.id);
     if was_orphan {
-        announce_decision(inner, &record.id, &Settled::from_record(&record));
+        let settled = Settled::from_record(&record);
+        // A resident requester records the decision now; an evicted or not yet revived one
+        // catches up when it is revived (`undecided_lines`).
+        if let Some(requester) = inner.registry.get(record.requester_id)
+            && requester.is_resident()
+            && let Err(err) = requester.record(&[decided_line(&record.id, &settled)])
+        {
+            tracing::error!(path = %requester.path(), error = %err, "approval decision not in the rollout");
+        }
+        announce_decision(inner, &record.id, &settled);
     }
+}
+
+/// The `approval_decided` lines a rollout lacks: requests it records as asked, whose decision
+/// another process stored meanwhile (an answer given after a restart). Blocking (store reads).
+pub fn undecided_lines(
+    store: &arbor_agent_graph::Store,
+    read: &arbor_rollout::RolloutRead,
+) -> Vec<RolloutItem> {
+    let mut asked: Vec<&str> = Vec::new();
+    let mut decided: HashSet<&str> = HashSet::new();
+    for item in read.items() {
+        match item {
+            RolloutItem::ApprovalRequested(line) => asked.push(&line.request_id),
+            RolloutItem::ApprovalDecided(line) => {
+                decided.insert(&line.request_id);
+            }
+            _ => {}
+        }
+    }
+    asked
+        .into_iter()
+        .filter(|id| !decided.contains(id))
+        .filter_map(|id| store.approval(id).ok().flatten())
+        .filter(|record| record.outcome != ApprovalOutcome::Pending)
+        .map(|record| decided_line(&record.id, &Settled::from_record(&record)))
+        .collect()
 }

@@ -27,8 +27,8 @@ use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 use crate::runtime::Inner;
-pub use broker::watch;
 use broker::{Request, Settled, Watched};
+pub use broker::{undecided_lines, watch};
 pub use human::{ApprovalPrompt, TerminalAnswer, restore_orphans};
 pub use need::{FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, record_key};
 

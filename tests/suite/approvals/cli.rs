@@ -3,6 +3,8 @@
 
 use std::ffi::OsString;
 
+use arbor_agent_graph::Store;
+use arbor_protocol::ThreadId;
 use serde_json::{Value, json};
 
 use super::escalated;
@@ -242,6 +244,27 @@ fn a_pending_request_survives_a_kill_and_its_approval_lets_the_retry_through_aft
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0]["override"]["used_by"], rows[1]["id"]);
     assert_eq!(rows[1]["decided_by"], "user");
+    // The answer given after the restart reached w's rollout when w was revived.
+    let store = Store::open(&ws.home()).expect("store");
+    let id = ThreadId::parse(&session).expect("session id");
+    super::assert_audit_complete(&store, &store.approvals(id).expect("log"));
+    store.close();
+    drop(store);
+    // So the approval log can be rebuilt from the rollouts alone.
+    let rebuilt = ws.run(&["doctor", "--rebuild"]);
+    assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
+    let decisions = |rows: &[Value]| -> Vec<(Value, Value, Value)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r["id"].clone(),
+                    r["outcome"].clone(),
+                    r["decided_by"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(decisions(&approvals(&ws, &session)), decisions(&rows));
 }
 
 #[test]

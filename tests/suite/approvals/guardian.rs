@@ -449,3 +449,71 @@ async fn the_guardian_sees_the_task_and_a_bounded_transcript() {
     );
     assert!(review.contains("the task needs it"), "the justification");
 }
+
+#[tokio::test]
+async fn a_failed_review_goes_to_a_reachable_human() {
+    let script = json!({"agents": [
+        root_calls(&[escalated("echo by hand")]),
+        guardian(&[say("not json")])
+    ]});
+    let mut s = guardian_session(script, |config| {
+        config.approval_terminal = true;
+        config.approval_wait = None;
+    })
+    .await;
+    let mut prompts = s.orch.take_approval_prompts().expect("terminal");
+    tokio::spawn(async move {
+        while let Some(prompt) = prompts.recv().await {
+            let _ = prompt.answer(TerminalAnswer::ApproveOnce).await;
+        }
+    });
+    s.run("do it").await;
+    assert_eq!(
+        exec_result(&s.tool_output("/root", "exec_command"))["stdout"],
+        "by hand\n"
+    );
+    let records = log(&s);
+    assert_eq!(outcomes(&records), [pair("allow", "user")]);
+    assert!(
+        records[0]
+            .rationale
+            .as_deref()
+            .is_some_and(|r| r.contains("the guardian's review failed (malformed verdict")),
+        "{records:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_guardian_cannot_ask_for_approval_and_its_decisions_are_not_cached() {
+    let script = json!({"agents": [
+        root_calls(&[escalated("true"), escalated("true")]),
+        {"match": "role:guardian", "repeat": true, "responses": [
+            [escalated("cat /etc/hostname")],
+            [say(ALLOW)]]}
+    ]});
+    let mut s = guardian_session(script, |_| {}).await;
+    s.run("twice").await;
+    let own = s.tool_results("/root/guardian");
+    assert_eq!(own.len(), 2, "{own:?}");
+    for (_, output) in &own {
+        assert_eq!(output, arbor_orchestrator::GUARDIAN_CANNOT_ASK_SENTENCE);
+    }
+    assert_eq!(
+        guardian_requests(&s).len(),
+        4,
+        "each request is reviewed anew"
+    );
+    let records = log(&s);
+    assert_eq!(
+        outcomes(&records),
+        [pair("allow", "guardian"), pair("allow", "guardian")],
+        "the guardian's own refused command is no request"
+    );
+    let guardians = s
+        .orch
+        .agents()
+        .into_iter()
+        .filter(|a| a.path.as_str() == "/root/guardian")
+        .count();
+    assert_eq!(guardians, 1, "one guardian, reused");
+}

@@ -413,3 +413,44 @@ fn a_human_answer_decides_once_and_overrides_only_denials() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn an_approved_prompt_rule_command_runs_inside_the_sandbox() {
+    let outside = outside_dir();
+    let target = outside.path().join("prompted.txt");
+    let script = json!({"agents": [root_calls(&[
+        json!({"call": "exec_command", "args": {"cmd": "touch inside.txt"}}),
+        json!({"call": "exec_command", "args": {"cmd": format!("touch {}", target.display())}}),
+    ])]});
+    let rules = |dir: &Path| {
+        std::fs::create_dir_all(dir.join(".arbor/rules")).expect("rules dir");
+        std::fs::write(
+            dir.join(".arbor/rules/touch.toml"),
+            "[[rule]]\npattern = [\"touch\"]\ndecision = \"prompt\"\n",
+        )
+        .expect("rules");
+    };
+    let mut s = crate::sandbox::approving_session(script, rules, |_| {}).await;
+    s.run("touch").await;
+    let results: Vec<Value> = s
+        .tool_results("/root")
+        .iter()
+        .map(|(_, output)| exec_result(output))
+        .collect();
+    assert_eq!(results[0]["exit_code"], 0, "{}", results[0]);
+    assert!(s.workspace().join("inside.txt").exists());
+    assert_eq!(
+        outcomes(&log(&s)),
+        [pair("allow", "user"), pair("allow", "user")]
+    );
+    let status = arbor_tools::sandbox_status(arbor_protocol::SandboxMode::WorkspaceWrite);
+    assert_eq!(results[1]["sandbox"].as_str(), Some(status.label.as_str()));
+    if status.enforced {
+        assert_ne!(
+            results[1]["exit_code"], 0,
+            "approved, but still sandboxed: {}",
+            results[1]
+        );
+        assert!(!target.exists());
+    }
+}
