@@ -42,7 +42,7 @@ pub use approvals::{ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy
 pub use edges::{AgentGraphStore, EdgeStatus};
 pub use error::StoreError;
 pub use mail::QueuedMail;
-pub use overrides::{AnswerOutcome, ApprovalOverride, HumanAnswer, OverrideKey};
+pub use overrides::{AnswerOutcome, ApprovalOverride, HumanAnswer, Opened, OverrideKey};
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use store::{STATE_FILE_NAME, Store};
 pub use threads::{MIN_SESSION_PREFIX, ThreadRecord};

@@ -2,11 +2,14 @@
 //! human with no waiter to run it (a denial overridden, or a request whose waiter is gone)
 //! lets the identical retry through once. Overrides live here, so they survive a restart.
 
-use arbor_protocol::{AgentPath, ThreadId, Timestamp};
+use arbor_protocol::{AgentPath, AgentStatus, ThreadId, Timestamp};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::approvals::{ApprovalDecision, ApprovalOutcome, DecidedBy};
+use crate::approvals::{
+    ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, action_text, insert_approval,
+};
 use crate::error::{Fail, OpResult};
+use crate::threads::write_thread_status;
 use crate::walk::parse_id;
 use crate::{Store, StoreError, Ticket};
 
@@ -40,6 +43,15 @@ pub enum HumanAnswer {
     /// Approve; `key` identifies the retry an override lets through.
     Approve(OverrideKey),
     Deny,
+}
+
+/// How [`Store::open_approval`] opened a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opened {
+    /// Recorded pending: someone must decide it.
+    Pending,
+    /// An override let it through: recorded as allowed (this record).
+    Overridden(Box<ApprovalRecord>),
 }
 
 /// What a human answer did.
@@ -137,6 +149,17 @@ impl Store {
     /// Decides request `id` only if it is still pending; resolves to whether it did (a human
     /// may have answered it first from another process).
     pub fn decide_pending_approval(&self, id: &str, decision: ApprovalDecision) -> Ticket<bool> {
+        self.close_approval(id, decision, None)
+    }
+
+    /// Like [`Store::decide_pending_approval`], and in the same commit sets the requester's
+    /// status (back to `running`), whoever decided.
+    pub fn close_approval(
+        &self,
+        id: &str,
+        decision: ApprovalDecision,
+        requester_status: Option<(ThreadId, AgentStatus)>,
+    ) -> Ticket<bool> {
         if decision.outcome == ApprovalOutcome::Pending {
             return Ticket::ready(Err(StoreError::Invalid {
                 what: "approval decision",
@@ -145,7 +168,43 @@ impl Store {
         }
         let id = id.to_string();
         self.submit("decide pending approval", move |conn| {
-            Ok(set_decision(conn, &id, &decision)? > 0)
+            let decided = set_decision(conn, &id, &decision)? > 0;
+            if let Some((requester, status)) = &requester_status {
+                write_thread_status(conn, *requester, status)?;
+            }
+            Ok(decided)
+        })
+    }
+
+    /// Opens request `record` (pending) in one commit: when `session` holds an unused
+    /// override for `key`, the override is used up and the request is recorded as allowed by
+    /// the user (rationale `override: the user approved request <id>`); otherwise it is
+    /// recorded pending and its requester's status set to `status`.
+    pub fn open_approval(
+        &self,
+        record: ApprovalRecord,
+        status: AgentStatus,
+        key: OverrideKey,
+    ) -> Ticket<Opened> {
+        let action = match action_text(&record) {
+            Ok(text) => text,
+            Err(err) => return Ticket::ready(Err(err)),
+        };
+        self.submit("open approval request", move |conn| {
+            let mut record = record;
+            if let Some(overridden) = unused_override(conn, record.session_id, &key)? {
+                mark_used(conn, &overridden, &record.id)?;
+                record.outcome = ApprovalOutcome::Allow;
+                record.decided_by = Some(DecidedBy::User);
+                record.rationale =
+                    Some(format!("override: the user approved request {overridden}"));
+                record.decided_at = Some(Timestamp::now().max(record.requested_at));
+                insert_approval(conn, &record, &action)?;
+                return Ok(Opened::Overridden(Box::new(record)));
+            }
+            insert_approval(conn, &record, &action)?;
+            write_thread_status(conn, record.requester_id, &status)?;
+            Ok(Opened::Pending)
         })
     }
 
@@ -159,24 +218,7 @@ impl Store {
     ) -> Ticket<Option<String>> {
         let used_by = used_by.to_string();
         self.submit("take approval override", move |conn| {
-            let found: Option<String> = conn
-                .prepare_cached(
-                    "SELECT request_id FROM approval_overrides
-                     WHERE session_id = ?1 AND requester = ?2 AND command = ?3 AND cwd = ?4
-                       AND escalated = ?5 AND used_by IS NULL
-                     ORDER BY granted_at, rowid LIMIT 1",
-                )?
-                .query_row(
-                    params![
-                        session.to_string(),
-                        key.requester.as_str(),
-                        key.command,
-                        key.cwd,
-                        key.escalated
-                    ],
-                    |row| row.get(0),
-                )
-                .optional()?;
+            let found = unused_override(conn, session, &key)?;
             if let Some(request_id) = &found {
                 mark_used(conn, request_id, &used_by)?;
             }
@@ -208,6 +250,31 @@ impl Store {
             Ok(out)
         })
     }
+}
+
+fn unused_override(
+    conn: &Connection,
+    session: ThreadId,
+    key: &OverrideKey,
+) -> OpResult<Option<String>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT request_id FROM approval_overrides
+             WHERE session_id = ?1 AND requester = ?2 AND command = ?3 AND cwd = ?4
+               AND escalated = ?5 AND used_by IS NULL
+             ORDER BY granted_at, rowid LIMIT 1",
+        )?
+        .query_row(
+            params![
+                session.to_string(),
+                key.requester.as_str(),
+                key.command,
+                key.cwd,
+                key.escalated
+            ],
+            |row| row.get(0),
+        )
+        .optional()?)
 }
 
 fn set_decision(conn: &Connection, id: &str, decision: &ApprovalDecision) -> OpResult<usize> {

@@ -98,8 +98,12 @@ impl Orchestrator {
         let home = config.home.clone();
         let cwd = config.cwd.clone();
         let session_id = ThreadId::new();
-        let protect = config.sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
+        let sandbox = config.sandbox;
+        let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
         let (store, roles, policy, lease) = tokio::task::spawn_blocking(move || {
+            // What the kernel offers is probed once per process (it forks a probe): here, off
+            // the async workers.
+            arbor_tools::sandbox_status(sandbox);
             let store = Store::open(&home)?;
             let roles = RoleSet::load(&home, &cwd)?;
             let policy = arbor_tools::Policy::load(&home, &cwd)?;

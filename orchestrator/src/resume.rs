@@ -67,6 +67,8 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     };
     let roles = RoleSet::load(&home, &workspace)?;
     let policy = arbor_tools::Policy::load(&home, &workspace)?;
+    // Probe the kernel's sandbox support here, off the async workers (once per process).
+    arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
     let lease = Lease::acquire(&home, root.id)?;
     let pending_approvals = store.pending_approvals(root.id)?;
     let journal_offset = journal_len(&journal_path(

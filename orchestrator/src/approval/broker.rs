@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arbor_agent_graph::{
-    ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, OverrideKey,
+    ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, Opened, OverrideKey,
 };
 use arbor_protocol::{AgentStatus, ApprovalDecided, ApprovalRequested, Event, RolloutItem};
 use serde_json::Value;
@@ -191,37 +191,59 @@ pub async fn record_settled(
     Ok(())
 }
 
-/// Records a pending request and marks the requester `awaiting_approval`.
-pub async fn open(inner: &Inner, agent: &Agent, request: &Request) -> Result<(), String> {
+/// Opens a request in one commit: an override from `arbor approve` for this identical request
+/// lets it through at once (recorded as allowed by the user, returned); otherwise it is
+/// recorded pending and the requester marked `awaiting_approval` (written in the same commit;
+/// its event follows `approval.requested`).
+pub async fn open(
+    inner: &Inner,
+    agent: &Agent,
+    request: &Request,
+) -> Result<Option<Settled>, String> {
     agent
         .record(&[requested_line(request)])
         .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
-    inner
+    let opened = inner
         .store
-        .record_approval_request(record_of(inner, agent, request))
+        .open_approval(
+            record_of(inner, agent, request),
+            AgentStatus::AwaitingApproval,
+            request.key.clone(),
+        )
         .await
         .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
-    announce_request(inner, agent, request);
-    let first = {
-        let mut state = agent.state();
-        state.approvals_open += 1;
-        state.approvals_open == 1
-    };
-    if first {
-        inner.set_status(agent, AgentStatus::AwaitingApproval);
+    if let Opened::Overridden(record) = opened {
+        let settled = Settled::from_record(&record);
+        agent
+            .record(&[decided_line(&request.id, &settled)])
+            .map_err(|err| format!("the approval decision could not be recorded: {err}"))?;
+        announce_request(inner, agent, request);
+        announce_decision(inner, &request.id, &settled);
+        return Ok(Some(settled));
     }
-    Ok(())
+    let status = stage_status(agent, Step::Open);
+    announce_request(inner, agent, request);
+    if let Some(status) = status {
+        announce_status(inner, agent, status);
+    }
+    Ok(None)
 }
 
 /// Decides a pending request: `settled` unless another process decided it first, in which case
 /// that decision stands (and an approval's override is used up by this very request). Then the
-/// rollout line, the event, and the requester back to `running`.
+/// rollout line, the event, and the requester back to `running` (written in the decision's
+/// commit; its event follows `approval.decided`).
 pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Settled) -> Settled {
-    let settled = match inner
+    let status = stage_status(agent, Step::Close);
+    let decided = inner
         .store
-        .decide_pending_approval(&request.id, settled.decision())
-        .await
-    {
+        .close_approval(
+            &request.id,
+            settled.decision(),
+            status.clone().map(|status| (agent.id(), status)),
+        )
+        .await;
+    let settled = match decided {
         Ok(true) => settled,
         Ok(false) => adopt_stored(inner, &request.id).await.unwrap_or(settled),
         Err(err) => {
@@ -233,15 +255,48 @@ pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Set
         tracing::error!(path = %agent.path(), error = %err, "approval decision not in the rollout");
     }
     announce_decision(inner, &request.id, &settled);
-    let last = {
-        let mut state = agent.state();
-        state.approvals_open = state.approvals_open.saturating_sub(1);
-        state.approvals_open == 0 && state.status == AgentStatus::AwaitingApproval
-    };
-    if last {
-        inner.set_status(agent, AgentStatus::Running);
+    if let Some(status) = status {
+        announce_status(inner, agent, status);
     }
     settled
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Open,
+    Close,
+}
+
+/// Counts the agent's open requests; on the first opened (the last closed) sets its status in
+/// memory and returns it, to be written and announced by the caller.
+fn stage_status(agent: &Agent, step: Step) -> Option<AgentStatus> {
+    let mut state = agent.state();
+    let status = match step {
+        Step::Open => {
+            state.approvals_open += 1;
+            if state.approvals_open != 1 {
+                return None;
+            }
+            AgentStatus::AwaitingApproval
+        }
+        Step::Close => {
+            state.approvals_open = state.approvals_open.saturating_sub(1);
+            if state.approvals_open != 0 || state.status != AgentStatus::AwaitingApproval {
+                return None;
+            }
+            AgentStatus::Running
+        }
+    };
+    state.status = status.clone();
+    Some(status)
+}
+
+fn announce_status(inner: &Inner, agent: &Agent, status: AgentStatus) {
+    inner.events.emit(Event::AgentStatus {
+        path: agent.path().clone(),
+        status,
+    });
+    inner.bump();
 }
 
 /// The decision another process stored for `id`; an approval's override is used up here.

@@ -190,19 +190,6 @@ pub async fn gate_exec(
         broker::record_settled(inner, agent, &request, &settled).await?;
         return Ok(approved);
     }
-    let overridden = inner
-        .store
-        .take_override(inner.session_id, request.key.clone(), &request.id)
-        .await
-        .map_err(|err| format!("the approval log could not be read: {err}"))?;
-    if let Some(overridden) = overridden {
-        let settled = Settled::allow(
-            DecidedBy::User,
-            Some(format!("override: the user approved request {overridden}")),
-        );
-        broker::record_settled(inner, agent, &request, &settled).await?;
-        return Ok(approved);
-    }
     let settled = review::decide(inner, agent, &request).await?;
     match settled.message {
         None => Ok(approved),

@@ -19,14 +19,16 @@ use crate::turn::cancel_turn;
 pub const BREAKER_INTERRUPT: &str = "approval denied three times in a row";
 
 /// Records the request as pending, has it decided, records the decision. The requester is
-/// `awaiting_approval` meanwhile. After the breaker interrupts the turn this never returns: the
+/// `awaiting_approval` meanwhile. An override from `arbor approve` decides it at once. After the breaker interrupts the turn this never returns: the
 /// turn ends around it.
 pub async fn decide(
     inner: &Arc<Inner>,
     agent: &Arc<Agent>,
     request: &Request,
 ) -> Result<Settled, String> {
-    broker::open(inner, agent, request).await?;
+    if let Some(overridden) = broker::open(inner, agent, request).await? {
+        return Ok(overridden);
+    }
     let (settled, interrupt) = match inner.config.reviewer {
         ApprovalsReviewer::User => (ask_human(inner, agent, request, None).await, false),
         ApprovalsReviewer::Guardian => by_guardian(inner, agent, request).await,
