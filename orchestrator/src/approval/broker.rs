@@ -340,6 +340,16 @@ impl Watched {
         (rx, guard)
     }
 
+    /// Marks `id` an orphan when the returned guard drops unsettled (its requester's turn was
+    /// cut short while the request was pending).
+    pub fn guard(self: &Arc<Self>, id: &str) -> WaitGuard {
+        WaitGuard {
+            watched: Arc::clone(self),
+            id: id.to_string(),
+            settled: false,
+        }
+    }
+
     /// Watches a pending request nobody waits for.
     pub fn add_orphan(&self, id: &str) {
         self.orphans

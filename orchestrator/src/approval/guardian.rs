@@ -98,6 +98,8 @@ async fn attempt(
     input: Option<String>,
     deadline: Duration,
 ) -> Result<String, ReviewFailure> {
+    // A turn left over from a review whose requester stopped waiting ends first.
+    wait_idle(inner, guardian).await;
     let before = {
         let mut state = guardian.state();
         if let Some(content) = input {
@@ -157,6 +159,17 @@ fn classify(error: Option<&ModelError>, reason: &str) -> ReviewFailure {
         Some(ModelError::Transport(detail)) => ReviewFailure::Transport(detail.clone()),
         Some(ModelError::Script(_) | ModelError::Config(_)) | None => {
             ReviewFailure::ReviewerError(reason.to_string())
+        }
+    }
+}
+
+/// Waits until the guardian has no turn scheduled.
+async fn wait_idle(inner: &Inner, guardian: &Agent) {
+    let mut changes = inner.changed.subscribe();
+    loop {
+        changes.borrow_and_update();
+        if !guardian.state().scheduled || changes.changed().await.is_err() {
+            return;
         }
     }
 }

@@ -29,11 +29,15 @@ pub async fn decide(
     if let Some(overridden) = broker::open(inner, agent, request).await? {
         return Ok(overridden);
     }
+    // Should the requester's turn end before a decision, the request stays pending and is
+    // watched as an orphan: `arbor approve` then lets its identical retry through.
+    let pending = inner.approvals.watched.guard(&request.id);
     let (settled, interrupt) = match inner.config.reviewer {
         ApprovalsReviewer::User => (ask_human(inner, agent, request, None).await, false),
         ApprovalsReviewer::Guardian => by_guardian(inner, agent, request).await,
     };
     let settled = broker::close(inner, agent, request, settled).await;
+    pending.settle();
     if interrupt {
         cancel_turn(agent, BREAKER_INTERRUPT);
         // The turn is cancelled: it ends at its next poll, so nothing of this call is used.

@@ -10,8 +10,8 @@ use arbor_guardian::{Budgets, DENIED_SENTENCE, REVIEW_UNAVAILABLE_SENTENCE};
 use arbor_model::{
     BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse, ScriptedModel,
 };
-use arbor_orchestrator::{RunConfig, TerminalAnswer, answer_external};
-use arbor_protocol::{AgentStatus, ApprovalsReviewer, Event, ResponseItem};
+use arbor_orchestrator::{RunConfig, TerminalAnswer};
+use arbor_protocol::{AgentStatus, ApprovalsReviewer, ResponseItem};
 use arbor_tests::Session;
 use serde_json::{Value, json};
 
@@ -315,98 +315,6 @@ async fn three_denials_in_a_turn_hand_the_next_request_to_the_human() {
         "{records:?}"
     );
     assert!(matches!(s.orch.root_status(), AgentStatus::Completed(_)));
-}
-
-#[tokio::test]
-async fn arbor_approve_after_a_denial_lets_the_identical_retry_through_once() {
-    let outside = outside_dir();
-    let target = outside.path().join("override.txt");
-    let cmd = format!("echo again | tee -a {}", target.display());
-    let script = json!({"agents": [
-        root_calls(&[
-            escalated(&cmd),
-            json!({"call": "exec_command", "args": {"cmd": "while [ ! -f flag ]; do sleep 0.01; done", "timeout_ms": 600000}}),
-            escalated(&format!("echo   again |  tee -a '{}'", target.display())),
-            escalated(&cmd),
-        ]),
-        guardian(&[say(DENY)])
-    ]});
-    let mut s = guardian_session(script, |_| {}).await;
-    s.orch.start("append twice").await.expect("start");
-    let Event::ApprovalDecided { id, outcome, .. } = s
-        .wait_event(|e| matches!(e, Event::ApprovalDecided { .. }))
-        .await
-    else {
-        unreachable!("matched above");
-    };
-    assert_eq!(outcome, "deny");
-    let home = s.home.path().to_path_buf();
-    let session = s.orch.session_id().to_string();
-    let answer = |id: String| {
-        let (home, session) = (home.clone(), session.clone());
-        tokio::task::spawn_blocking(move || answer_external(&home, &session, &id, true))
-    };
-    let answered = answer(id.clone()).await.expect("joined").expect("approved");
-    assert!(answered.override_granted && !answered.decided);
-    let again = answer(id.clone()).await.expect("joined");
-    assert_eq!(
-        again.map(|_| ()).map_err(|e| e.to_string()),
-        Err(format!(
-            "approval request {id} was already approved for one retry"
-        ))
-    );
-    std::fs::write(s.workspace().join("flag"), "").expect("flag");
-    s.orch.wait_quiescent().await;
-    s.drain();
-    let results = s.tool_results("/root");
-    assert_eq!(
-        exec_result(&results[2].1)["exit_code"],
-        0,
-        "{}",
-        results[2].1
-    );
-    assert!(
-        results[3].1.starts_with(DENIED_SENTENCE),
-        "only once: {}",
-        results[3].1
-    );
-    assert_eq!(std::fs::read_to_string(&target).expect("file"), "again\n");
-    let records = log(&s);
-    assert_eq!(
-        outcomes(&records),
-        [
-            pair("deny", "guardian"),
-            pair("allow", "user"),
-            pair("deny", "guardian")
-        ]
-    );
-    assert_eq!(
-        records[1].rationale,
-        Some(format!("override: the user approved request {id}"))
-    );
-    let overrides = s
-        .orch
-        .store()
-        .overrides(s.orch.session_id())
-        .expect("overrides");
-    assert_eq!(
-        overrides[0].used_by.as_deref(),
-        Some(records[1].id.as_str())
-    );
-    assert_eq!(
-        guardian_requests(&s).len(),
-        2,
-        "the override skipped the guardian"
-    );
-    assert_audit_complete(s.orch.store(), &records);
-    let decided = answer(records[1].id.clone()).await.expect("joined");
-    assert_eq!(
-        decided.map(|_| ()).map_err(|e| e.to_string()),
-        Err(format!(
-            "approval request {} is already decided: allow by user",
-            records[1].id
-        ))
-    );
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod cli;
 mod guardian;
+mod overrides;
 
 use std::path::Path;
 
