@@ -293,6 +293,14 @@ fn bad_rules_unknown_requests_and_the_audit_on_the_command_line() {
 
     let out = ws.exec(&script, &["--approval-policy", "never"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let unsandboxed = ws.exec(&script, &["--sandbox", "danger-full-access"]);
+    let stderr = text(&unsandboxed.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines[0].starts_with("session: "), "{stderr}");
+    assert!(
+        lines[1].starts_with("warning: commands run without a sandbox (sandbox: none)"),
+        "the user is told at session start: {stderr}"
+    );
     assert_eq!(
         text(&out.stdout).trim(),
         arbor_guardian::POLICY_NEVER_SENTENCE
