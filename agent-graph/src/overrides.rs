@@ -50,6 +50,8 @@ pub enum HumanAnswer {
 pub enum Opened {
     /// Recorded pending: someone must decide it.
     Pending,
+    /// Recorded with the decision it came with.
+    Recorded,
     /// An override let it through: recorded as allowed (this record).
     Overridden(Box<ApprovalRecord>),
 }
@@ -176,10 +178,11 @@ impl Store {
         })
     }
 
-    /// Opens request `record` (pending) in one commit: when `session` holds an unused
-    /// override for `key`, the override is used up and the request is recorded as allowed by
-    /// the user (rationale `override: the user approved request <id>`); otherwise it is
-    /// recorded pending and its requester's status set to `status`.
+    /// Opens request `record` in one commit: when `session` holds an unused override for
+    /// `key`, the override is used up and the request is recorded as allowed by the user
+    /// (rationale `override: the user approved request <id>`); otherwise it is recorded as it
+    /// is: pending, with its requester's status set to `status`, or already decided (nobody
+    /// could be asked), leaving the status alone.
     pub fn open_approval(
         &self,
         record: ApprovalRecord,
@@ -203,6 +206,9 @@ impl Store {
                 return Ok(Opened::Overridden(Box::new(record)));
             }
             insert_approval(conn, &record, &action)?;
+            if record.outcome != ApprovalOutcome::Pending {
+                return Ok(Opened::Recorded);
+            }
             write_thread_status(conn, record.requester_id, &status)?;
             Ok(Opened::Pending)
         })

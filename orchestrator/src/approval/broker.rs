@@ -192,41 +192,51 @@ pub async fn record_settled(
 }
 
 /// Opens a request in one commit: an override from `arbor approve` for this identical request
-/// lets it through at once (recorded as allowed by the user, returned); otherwise it is
-/// recorded pending and the requester marked `awaiting_approval` (written in the same commit;
-/// its event follows `approval.requested`).
+/// lets it through at once (recorded as allowed by the user, returned); otherwise, with a
+/// decision already known (`settled`: nobody can be asked), it is recorded decided (returned);
+/// otherwise it is recorded pending and the requester marked `awaiting_approval` (written in
+/// the same commit; its event follows `approval.requested`), and `None` is returned.
 pub async fn open(
     inner: &Inner,
     agent: &Agent,
     request: &Request,
+    settled: Option<Settled>,
 ) -> Result<Option<Settled>, String> {
     agent
         .record(&[requested_line(request)])
         .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
+    let mut record = record_of(inner, agent, request);
+    if let Some(settled) = &settled {
+        record.outcome = settled.outcome;
+        record.decided_by = Some(settled.decided_by);
+        record.risk_level = settled.risk_level.clone();
+        record.rationale = settled.rationale.clone();
+        record.tokens = settled.tokens;
+        record.decided_at = Some(record.requested_at);
+    }
     let opened = inner
         .store
-        .open_approval(
-            record_of(inner, agent, request),
-            AgentStatus::AwaitingApproval,
-            request.key.clone(),
-        )
+        .open_approval(record, AgentStatus::AwaitingApproval, request.key.clone())
         .await
         .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
-    if let Opened::Overridden(record) = opened {
-        let settled = Settled::from_record(&record);
-        agent
-            .record(&[decided_line(&request.id, &settled)])
-            .map_err(|err| format!("the approval decision could not be recorded: {err}"))?;
-        announce_request(inner, agent, request);
-        announce_decision(inner, &request.id, &settled);
-        return Ok(Some(settled));
-    }
-    let status = stage_status(agent, Step::Open);
+    let decided = match (opened, settled) {
+        (Opened::Overridden(record), _) => Settled::from_record(&record),
+        (Opened::Recorded, Some(settled)) => settled,
+        (Opened::Pending | Opened::Recorded, _) => {
+            let status = stage_status(agent, Step::Open);
+            announce_request(inner, agent, request);
+            if let Some(status) = status {
+                announce_status(inner, agent, status);
+            }
+            return Ok(None);
+        }
+    };
+    agent
+        .record(&[decided_line(&request.id, &decided)])
+        .map_err(|err| format!("the approval decision could not be recorded: {err}"))?;
     announce_request(inner, agent, request);
-    if let Some(status) = status {
-        announce_status(inner, agent, status);
-    }
-    Ok(None)
+    announce_decision(inner, &request.id, &decided);
+    Ok(Some(decided))
 }
 
 /// Decides a pending request: `settled` unless another process decided it first, in which case

@@ -26,8 +26,12 @@ pub async fn decide(
     agent: &Arc<Agent>,
     request: &Request,
 ) -> Result<Settled, String> {
-    if let Some(overridden) = broker::open(inner, agent, request).await? {
-        return Ok(overridden);
+    // Headless, with no time to wait: nobody can be asked, and the requester never waits.
+    let unanswerable = (inner.config.reviewer == ApprovalsReviewer::User
+        && !human::reachable(inner))
+    .then(no_approver);
+    if let Some(decided) = broker::open(inner, agent, request, unanswerable).await? {
+        return Ok(decided);
     }
     // Should the requester's turn end before a decision, the request stays pending and is
     // watched as an orphan: `arbor approve` then lets its identical retry through.
@@ -158,11 +162,19 @@ async fn ask_human(
             )
         }
         HumanResult::Stored(settled) => settled,
-        HumanResult::TimedOut => Settled::refuse(
-            ApprovalOutcome::NoApprover,
-            DecidedBy::Policy,
-            Some(with_note("no approver answered within the approval wait")),
-            arbor_guardian::no_approver_message(),
-        ),
+        HumanResult::TimedOut => {
+            let mut settled = no_approver();
+            settled.rationale = settled.rationale.map(|text| with_note(&text));
+            settled
+        }
     }
+}
+
+fn no_approver() -> Settled {
+    Settled::refuse(
+        ApprovalOutcome::NoApprover,
+        DecidedBy::Policy,
+        Some("no approver answered within the approval wait".to_string()),
+        arbor_guardian::no_approver_message(),
+    )
 }

@@ -14,7 +14,7 @@ use arbor_agent_graph::{
 };
 use arbor_guardian::{DENIED_SENTENCE, NO_APPROVER_SENTENCE, POLICY_NEVER_SENTENCE};
 use arbor_orchestrator::{FORBIDDEN_SENTENCE, Orchestrator, RunConfig, TerminalAnswer};
-use arbor_protocol::{ApprovalPolicy, ResponseItem, RolloutItem};
+use arbor_protocol::{AgentStatus, ApprovalPolicy, Event, ResponseItem, RolloutItem};
 use arbor_rollout::read_rollout;
 use arbor_tests::Session;
 use serde_json::{Value, json};
@@ -228,6 +228,16 @@ async fn headless_user_gives_no_approver_to_the_requester_and_its_parent() {
         s.tool_output("/root/w", "exec_command"),
         NO_APPROVER_SENTENCE
     );
+    let waited = s.seen.iter().any(|line| {
+        matches!(
+            &line.event,
+            Event::AgentStatus {
+                status: AgentStatus::AwaitingApproval,
+                ..
+            }
+        )
+    });
+    assert!(!waited, "nobody can be asked, so nobody waits");
     let root = s.orch.agent(&Session::path("/root")).expect("root");
     let result_mail = root.history.iter().any(|item| {
         matches!(item, ResponseItem::Message { role, content }
