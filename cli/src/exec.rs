@@ -35,8 +35,13 @@ pub async fn run_root(
     mode: Mode,
     no_wait_children: bool,
 ) -> Result<u8, CliError> {
-    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe(), sandbox_notices(orch));
-    start_prompter(orch);
+    let prompting = start_prompter(orch);
+    let (stop_printer, printer) = spawn_printer(
+        mode,
+        orch.subscribe(),
+        sandbox_notices(orch),
+        prompting && mode == Mode::Human,
+    );
     orch.start(prompt).await?;
     let interrupted = tokio::select! {
         () = drive(orch, no_wait_children) => false,
@@ -85,10 +90,15 @@ pub fn terminal_attached(prompt: &str) -> bool {
     prompt != "-" && std::io::stdin().is_terminal()
 }
 
-/// Starts answering approval requests at the terminal, when the session has one.
-pub fn start_prompter(orch: &Orchestrator) {
-    if let Some(prompts) = orch.take_approval_prompts() {
-        crate::prompt::spawn(prompts);
+/// Starts answering approval requests at the terminal, when the session has one; says whether
+/// it did.
+pub fn start_prompter(orch: &Orchestrator) -> bool {
+    match orch.take_approval_prompts() {
+        Some(prompts) => {
+            crate::prompt::spawn(prompts);
+            true
+        }
+        None => false,
     }
 }
 

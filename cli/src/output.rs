@@ -17,11 +17,13 @@ pub enum Mode {
 
 /// Prints events until told to stop, then prints whatever is still queued. `notices` go to
 /// stderr right after the `session:` line (at once with `--json`, whose stderr has no such
-/// line).
+/// line). With `prompting`, the terminal shows approval requests itself, so their progress
+/// line is left out.
 pub fn spawn_printer(
     mode: Mode,
     mut events: mpsc::UnboundedReceiver<EventLine>,
     notices: Vec<String>,
+    prompting: bool,
 ) -> (oneshot::Sender<()>, JoinHandle<()>) {
     let (stop_tx, mut stop_rx) = oneshot::channel();
     let mut notices = Some(notices);
@@ -30,6 +32,9 @@ pub fn spawn_printer(
     }
     let handle = tokio::spawn(async move {
         let mut print = |line: &EventLine| {
+            if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
+                return;
+            }
             print(mode, line);
             if matches!(line.event, Event::SessionStarted { .. }) {
                 print_notices(notices.take());

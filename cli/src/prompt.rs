@@ -28,7 +28,7 @@ pub fn spawn(mut prompts: mpsc::UnboundedReceiver<ApprovalPrompt>) -> JoinHandle
                         if prompt.is_open() {
                             continue;
                         }
-                        eprintln!("\nrequest {} was decided elsewhere", prompt.id);
+                        eprintln!("\nrequest {} no longer waits for an answer", prompt.id);
                         break None;
                     }
                 };

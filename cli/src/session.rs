@@ -149,8 +149,13 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         eprintln!("notice: {notice}");
     }
     let mode = mode_of(&args.run);
-    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe(), sandbox_notices(&orch));
-    start_prompter(&orch);
+    let prompting = start_prompter(&orch);
+    let (stop_printer, printer) = spawn_printer(
+        mode,
+        orch.subscribe(),
+        sandbox_notices(&orch),
+        prompting && mode == crate::output::Mode::Human,
+    );
     let sent = orch
         .send_from_user(&args.target, MailKind::Followup, &args.message)
         .await;
