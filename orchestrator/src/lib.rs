@@ -1,5 +1,6 @@
 //! The arbor runtime: the `Orchestrator` facade, the agent registry, one task per resident
-//! agent, the turn loop, multi-agent tools, mail delivery and the session lease.
+//! agent, the turn loop, multi-agent tools, mail delivery, the session lease, and the approval
+//! gate with its broker (`approval/`).
 //!
 //! **API Boundary:** `Orchestrator` is what the CLI and the tests drive; everything else is
 //! internal.
