@@ -10,7 +10,8 @@ use arbor_protocol::AgentPath;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::broker::{Request, Settled, Watched};
+use super::broker::{Request, Settled};
+use super::watch::Watched;
 use crate::runtime::Inner;
 
 /// A human's answer at the terminal.

@@ -13,6 +13,7 @@ mod guardian;
 mod human;
 mod need;
 mod review;
+mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,10 +28,11 @@ use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 use crate::runtime::Inner;
-use broker::{Request, Settled, Watched};
-pub use broker::{undecided_lines, watch};
+use broker::{Request, Settled};
 pub use human::{ApprovalPrompt, TerminalAnswer, restore_orphans};
 pub use need::{FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, record_key};
+use watch::Watched;
+pub use watch::{undecided_lines, watch};
 
 /// The session's approval state.
 #[derive(Debug)]
