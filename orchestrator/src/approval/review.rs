@@ -18,68 +18,77 @@ use crate::turn::cancel_turn;
 /// Why a turn is interrupted when its agent keeps being denied and no human is reachable.
 pub const BREAKER_INTERRUPT: &str = "approval denied three times in a row";
 
-/// Records the request as pending, has it decided, records the decision. The requester is
-/// `awaiting_approval` meanwhile. An override from `arbor approve` decides it at once. After the breaker interrupts the turn this never returns: the
-/// turn ends around it.
+/// Records the request as pending, has it decided, records the decision; the requester is
+/// `awaiting_approval` meanwhile. An override from `arbor approve` decides it at once, and so
+/// does a reviewer that cannot be asked (a headless user; the breaker with no human reachable,
+/// which also interrupts the turn: then this never returns, the turn ends around it).
 pub async fn decide(
     inner: &Arc<Inner>,
     agent: &Arc<Agent>,
     request: &Request,
 ) -> Result<Settled, String> {
-    // Headless, with no time to wait: nobody can be asked, and the requester never waits.
-    let unanswerable = (inner.config.reviewer == ApprovalsReviewer::User
-        && !human::reachable(inner))
-    .then(no_approver);
-    if let Some(decided) = broker::open(inner, agent, request, unanswerable).await? {
+    let reachable = human::reachable(inner);
+    let breaker = match inner.config.reviewer {
+        ApprovalsReviewer::User => None,
+        ApprovalsReviewer::Guardian => Some(
+            inner
+                .approvals
+                .breaker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .check(&agent.id(), request.turn, reachable),
+        ),
+    };
+    let immediate = match breaker {
+        None if !reachable => Some(no_approver()),
+        Some(BreakerVerdict::InterruptTurn) => Some(Settled::refuse(
+            ApprovalOutcome::Deny,
+            DecidedBy::Policy,
+            Some(format!(
+                "{BREAKER_INTERRUPT} in this turn and no human is reachable: the turn is interrupted"
+            )),
+            arbor_guardian::denied_message(Some(BREAKER_INTERRUPT)),
+        )),
+        None | Some(BreakerVerdict::Review | BreakerVerdict::HandToHuman) => None,
+    };
+    let interrupt = immediate.is_some() && breaker == Some(BreakerVerdict::InterruptTurn);
+    if let Some(decided) = broker::open(inner, agent, request, immediate).await? {
+        if interrupt && !decided.allowed() {
+            cancel_turn(agent, BREAKER_INTERRUPT);
+            // The turn is cancelled: it ends at its next poll, so nothing of this call is used.
+            std::future::pending::<()>().await;
+        }
         return Ok(decided);
     }
     // Should the requester's turn end before a decision, the request stays pending and is
     // watched as an orphan: `arbor approve` then lets its identical retry through.
     let pending = inner.approvals.watched.guard(&request.id);
-    let (settled, interrupt) = match inner.config.reviewer {
-        ApprovalsReviewer::User => (ask_human(inner, agent, request, None).await, false),
-        ApprovalsReviewer::Guardian => by_guardian(inner, agent, request).await,
+    let settled = match breaker {
+        None => ask_human(inner, agent, request, None).await,
+        Some(verdict) => by_guardian(inner, agent, request, verdict).await,
     };
     let settled = broker::close(inner, agent, request, settled).await;
     pending.settle();
-    if interrupt {
-        cancel_turn(agent, BREAKER_INTERRUPT);
-        // The turn is cancelled: it ends at its next poll, so nothing of this call is used.
-        std::future::pending::<()>().await;
-    }
     Ok(settled)
 }
 
-/// The guardian's decision, or the human's where the breaker or a failed review says so.
-/// The flag asks to interrupt the requester's turn.
-async fn by_guardian(inner: &Arc<Inner>, agent: &Arc<Agent>, request: &Request) -> (Settled, bool) {
-    let reachable = human::reachable(inner);
-    let verdict = inner
-        .approvals
-        .breaker
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .check(&agent.id(), request.turn, reachable);
+/// The guardian's decision, or the human's where the breaker (`verdict`) or a failed review
+/// says so. Every decision counts for the breaker.
+async fn by_guardian(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    request: &Request,
+    verdict: BreakerVerdict,
+) -> Settled {
     let settled = match verdict {
-        BreakerVerdict::InterruptTurn => {
-            let settled = Settled::refuse(
-                ApprovalOutcome::Deny,
-                DecidedBy::Policy,
-                Some(format!(
-                    "{BREAKER_INTERRUPT} in this turn and no human is reachable: the turn is interrupted"
-                )),
-                arbor_guardian::denied_message(Some(BREAKER_INTERRUPT)),
-            );
-            return (settled, true);
-        }
-        BreakerVerdict::HandToHuman => {
+        BreakerVerdict::HandToHuman | BreakerVerdict::InterruptTurn => {
             let note = format!("handed to the user: {BREAKER_INTERRUPT} in this turn");
             ask_human(inner, agent, request, Some(&note)).await
         }
         BreakerVerdict::Review => {
             let (decision, tokens) = guardian::review(inner, agent, request).await;
             match &decision.outcome {
-                DecisionOutcome::ReviewUnavailable(reason) if reachable => {
+                DecisionOutcome::ReviewUnavailable(reason) if human::reachable(inner) => {
                     let note = format!("the guardian's review failed ({reason})");
                     let mut settled = ask_human(inner, agent, request, Some(&note)).await;
                     if settled.outcome == ApprovalOutcome::NoApprover {
@@ -108,7 +117,7 @@ async fn by_guardian(inner: &Arc<Inner>, agent: &Arc<Agent>, request: &Request) 
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .record(agent.id(), request.turn, &counted);
-    (settled, false)
+    settled
 }
 
 fn from_guardian(decision: &Decision, tokens: Option<u64>) -> Settled {
