@@ -155,39 +155,12 @@ impl Store {
     /// Records a request. Recording an id that is already stored changes nothing, so a request
     /// replayed on resume keeps its decision.
     pub fn record_approval_request(&self, record: ApprovalRecord) -> Ticket<()> {
-        let action = match serde_json::to_string(&record.action) {
+        let action = match action_text(&record) {
             Ok(text) => text,
-            Err(err) => {
-                return Ticket::ready(Err(StoreError::Invalid {
-                    what: "approval action",
-                    message: err.to_string(),
-                }));
-            }
+            Err(err) => return Ticket::ready(Err(err)),
         };
         self.submit("record approval request", move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO approvals (id, session_id, requester_id, requester, action,
-                     justification, outcome, decided_by, risk_level, rationale, tokens,
-                     requested_at, decided_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-                 ON CONFLICT (id) DO NOTHING",
-            )?
-            .execute(params![
-                record.id,
-                record.session_id.to_string(),
-                record.requester_id.to_string(),
-                record.requester.as_str(),
-                action,
-                record.justification,
-                record.outcome.as_str(),
-                record.decided_by.map(DecidedBy::as_str),
-                record.risk_level,
-                record.rationale,
-                record.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
-                record.requested_at.as_millis(),
-                record.decided_at.map(Timestamp::as_millis),
-            ])?;
-            Ok(())
+            insert_approval(conn, &record, &action)
         })
     }
 
@@ -265,6 +238,45 @@ impl Store {
             )
         })
     }
+}
+
+/// The stored text of a record's action.
+pub(crate) fn action_text(record: &ApprovalRecord) -> Result<String, StoreError> {
+    serde_json::to_string(&record.action).map_err(|err| StoreError::Invalid {
+        what: "approval action",
+        message: err.to_string(),
+    })
+}
+
+/// Inserts a request (pending or decided) unless its id is already stored.
+pub(crate) fn insert_approval(
+    conn: &Connection,
+    record: &ApprovalRecord,
+    action: &str,
+) -> OpResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO approvals (id, session_id, requester_id, requester, action,
+             justification, outcome, decided_by, risk_level, rationale, tokens,
+             requested_at, decided_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT (id) DO NOTHING",
+    )?
+    .execute(params![
+        record.id,
+        record.session_id.to_string(),
+        record.requester_id.to_string(),
+        record.requester.as_str(),
+        action,
+        record.justification,
+        record.outcome.as_str(),
+        record.decided_by.map(DecidedBy::as_str),
+        record.risk_level,
+        record.rationale,
+        record.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        record.requested_at.as_millis(),
+        record.decided_at.map(Timestamp::as_millis),
+    ])?;
+    Ok(())
 }
 
 fn query(conn: &Connection, sql: &str, key: &str) -> OpResult<Vec<ApprovalRecord>> {

@@ -1,4 +1,5 @@
-//! The SQLite store: spawn edges, thread index, durable mail and the approval log.
+//! The SQLite store: spawn edges, thread index, durable mail, the approval log and its
+//! overrides.
 //!
 //! One file, `$ARBOR_HOME/state.sqlite`, is the only place arbor speaks SQL.
 //!
@@ -29,6 +30,7 @@ mod approvals;
 mod edges;
 mod error;
 mod mail;
+mod overrides;
 mod schema;
 mod store;
 mod threads;
@@ -40,6 +42,7 @@ pub use approvals::{ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy
 pub use edges::{AgentGraphStore, EdgeStatus};
 pub use error::StoreError;
 pub use mail::QueuedMail;
+pub use overrides::{AnswerOutcome, ApprovalOverride, HumanAnswer, Opened, OverrideKey};
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use store::{STATE_FILE_NAME, Store};
 pub use threads::{MIN_SESSION_PREFIX, ThreadRecord};

@@ -25,7 +25,8 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Migration `i` (0-based) takes the schema from version `i` to `i + 1`. Append only: a shipped
 /// script is never edited.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE threads (
     id            TEXT PRIMARY KEY NOT NULL,
     session_id    TEXT NOT NULL REFERENCES threads(id),
@@ -110,7 +111,26 @@ CREATE TABLE approvals (
 );
 CREATE INDEX approvals_by_session ON approvals (session_id);
 CREATE INDEX approvals_pending ON approvals (session_id) WHERE outcome = 'pending';
-"#];
+"#,
+    r#"
+-- A human's approval of a request that no waiter ran: it lets the identical retry (same
+-- requester, canonical command, cwd and escalation) through once.
+CREATE TABLE approval_overrides (
+    request_id TEXT PRIMARY KEY NOT NULL REFERENCES approvals(id),
+    session_id TEXT NOT NULL REFERENCES threads(id),
+    requester  TEXT NOT NULL,
+    command    TEXT NOT NULL,
+    cwd        TEXT NOT NULL,
+    escalated  INTEGER NOT NULL CHECK (escalated IN (0, 1)),
+    granted_at INTEGER NOT NULL,
+    used_by    TEXT,
+    used_at    INTEGER,
+    CHECK ((used_by IS NULL) = (used_at IS NULL))
+);
+CREATE INDEX approval_overrides_unused ON approval_overrides (session_id, requester)
+    WHERE used_by IS NULL;
+"#,
+];
 
 /// Opens the read-write connection, checks the file is an arbor store (or new), migrates it to
 /// [`SCHEMA_VERSION`] and applies the connection settings.

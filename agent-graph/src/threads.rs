@@ -102,21 +102,7 @@ impl Store {
     pub fn set_thread_status(&self, id: ThreadId, status: &AgentStatus) -> Ticket<()> {
         let status = status.clone();
         self.submit("set thread status", move |conn| {
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE threads SET status = ?2, status_reason = ?3, updated_at = ?4
-                     WHERE id = ?1",
-                )?
-                .execute(params![
-                    id.to_string(),
-                    status.name(),
-                    status.detail(),
-                    Timestamp::now().as_millis()
-                ])?;
-            if changed == 0 {
-                return Err(StoreError::UnknownThread(id).into());
-            }
-            Ok(())
+            write_thread_status(conn, id, &status)
         })
     }
 
@@ -277,4 +263,27 @@ impl RawThread {
             updated_at: Timestamp::from_millis(self.updated_at),
         })
     }
+}
+
+/// Sets a thread's status in the index (inside the caller's write job).
+pub(crate) fn write_thread_status(
+    conn: &Connection,
+    id: ThreadId,
+    status: &AgentStatus,
+) -> OpResult<()> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE threads SET status = ?2, status_reason = ?3, updated_at = ?4
+             WHERE id = ?1",
+        )?
+        .execute(params![
+            id.to_string(),
+            status.name(),
+            status.detail(),
+            Timestamp::now().as_millis()
+        ])?;
+    if changed == 0 {
+        return Err(StoreError::UnknownThread(id).into());
+    }
+    Ok(())
 }

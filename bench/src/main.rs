@@ -1,8 +1,9 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
+mod approvals;
 mod fanout;
 mod http_overhead;
 mod residency;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
                 .filter(|n| *n != 10)
                 .unwrap_or(10_000),
         ),
+        "approvals" => approvals::run(),
         "all" => store::run()
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
@@ -46,10 +48,11 @@ fn main() -> ExitCode {
             .and_then(|()| residency::revive_latency())
             .and_then(|()| residency::resume_workload())
             .and_then(|()| residency::churn())
-            .and_then(|()| residency::ping_pong(10_000)),
+            .and_then(|()| residency::ping_pong(10_000))
+            .and_then(|()| approvals::run()),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals or all"
             );
             return ExitCode::from(2);
         }

@@ -44,6 +44,12 @@ pub enum Command {
     Log(LogArgs),
     /// Show mail addressed to TARGET that it has not consumed yet.
     Mail(MailArgs),
+    /// List every approval request of a session and its decision.
+    Approvals(ReadArgs),
+    /// Approve a pending request; after a denial, let its identical retry through once.
+    Approve(AnswerArgs),
+    /// Deny a pending request.
+    Deny(AnswerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -68,6 +74,7 @@ pub struct RunOptions {
     pub json: bool,
     #[arg(long, value_enum, default_value = "on-request")]
     pub approval_policy: ApprovalPolicyArg,
+    /// Who answers approval requests: you, or the guardian agent.
     #[arg(long, value_enum, default_value = "user")]
     pub reviewer: Reviewer,
     /// Longest wait for an approval, in seconds (default: unlimited with a terminal, 0 without).
@@ -179,6 +186,14 @@ pub struct LogArgs {
     pub target: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// Session id (or a unique prefix of at least 8 characters).
+    pub session: String,
+    /// The approval request's id (see `arbor approvals`).
+    pub request_id: String,
 }
 
 #[derive(Debug, Args)]

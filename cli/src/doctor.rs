@@ -4,11 +4,13 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use arbor_agent_graph::{EdgeStatus, STATE_FILE_NAME, Store, ThreadRecord};
+use arbor_agent_graph::{
+    ApprovalOutcome, ApprovalRecord, DecidedBy, EdgeStatus, STATE_FILE_NAME, Store, ThreadRecord,
+};
 use arbor_orchestrator::Lease;
-use arbor_protocol::{AgentStatus, Mail, MailId, ThreadId, Timestamp};
+use arbor_protocol::{AgentStatus, Mail, MailId, RolloutItem, ThreadId, Timestamp};
 use arbor_rollout::{
-    JournalEntry, Replay, journal_path, list_rollouts, read_journal, read_rollout,
+    JournalEntry, Replay, RolloutRead, journal_path, list_rollouts, read_journal, read_rollout,
 };
 
 use crate::error::CliError;
@@ -16,12 +18,15 @@ use crate::error::CliError;
 /// Everything the rollouts and journals say about the state.
 struct Scan {
     threads: Vec<(ThreadRecord, Replay)>,
+    /// Approval requests and decisions, from the requesters' rollouts.
+    approvals: Vec<ApprovalRecord>,
     journals: HashMap<ThreadId, Vec<JournalEntry>>,
     notices: Vec<String>,
 }
 
 fn scan(home: &Path) -> Result<Scan, CliError> {
     let mut threads = Vec::new();
+    let mut approvals = Vec::new();
     let mut notices = Vec::new();
     let paths = list_rollouts(home).map_err(|err| CliError::failed(err.to_string()))?;
     for path in paths {
@@ -40,6 +45,7 @@ fn scan(home: &Path) -> Result<Scan, CliError> {
         let replay = Replay::from_read(&read);
         let mut record = ThreadRecord::from_meta(&replay.meta, path.display().to_string(), created);
         record.status = replay.status.clone();
+        approvals.extend(approvals_of(&record, &read));
         threads.push((record, replay));
     }
     threads.sort_by_key(|(record, _)| (record.depth, record.created_at, record.id));
@@ -53,11 +59,50 @@ fn scan(home: &Path) -> Result<Scan, CliError> {
             entries.into_iter().map(|(entry, _)| entry).collect(),
         );
     }
+    approvals.sort_by_key(|a| a.requested_at);
     Ok(Scan {
         threads,
+        approvals,
         journals,
         notices,
     })
+}
+
+/// The approval requests a thread's rollout records, with their decisions.
+fn approvals_of(thread: &ThreadRecord, read: &RolloutRead) -> Vec<ApprovalRecord> {
+    let mut found: Vec<ApprovalRecord> = Vec::new();
+    for (_, line) in &read.lines {
+        match &line.item {
+            RolloutItem::ApprovalRequested(asked) => {
+                let mut record = ApprovalRecord::pending(
+                    asked.request_id.clone(),
+                    thread.session_id,
+                    thread.id,
+                    thread.path.clone(),
+                    asked.action.clone(),
+                    asked.justification.clone(),
+                );
+                record.requested_at = line.timestamp;
+                found.push(record);
+            }
+            RolloutItem::ApprovalDecided(decided) => {
+                let outcome = ApprovalOutcome::parse(&decided.outcome)
+                    .filter(|outcome| *outcome != ApprovalOutcome::Pending);
+                if let Some(outcome) = outcome
+                    && let Some(record) = found.iter_mut().find(|r| r.id == decided.request_id)
+                {
+                    record.outcome = outcome;
+                    record.decided_by = decided.decided_by.as_deref().and_then(DecidedBy::parse);
+                    record.risk_level = decided.risk_level.clone();
+                    record.rationale = decided.rationale.clone();
+                    record.tokens = decided.tokens;
+                    record.decided_at = Some(line.timestamp.max(record.requested_at));
+                }
+            }
+            _ => {}
+        }
+    }
+    found
 }
 
 /// Closes seen anywhere, by target id, with their time.
@@ -173,14 +218,18 @@ pub fn rebuild(home: &Path) -> Result<u8, CliError> {
     let pending = pending_mail(&scan);
     let mail_count = pending.len();
     store.enqueue_mail_batch(pending).wait()?;
+    for approval in &scan.approvals {
+        store.record_approval_request(approval.clone()).wait()?;
+    }
     store.close();
     println!(
-        "rebuilt {} from {} rollouts: {} threads, {} closed, {} unread mail",
+        "rebuilt {} from {} rollouts: {} threads, {} closed, {} unread mail, {} approval requests",
         state.display(),
         scan.threads.len(),
         scan.threads.len(),
         closed.len(),
-        mail_count
+        mail_count,
+        scan.approvals.len()
     );
     Ok(0)
 }

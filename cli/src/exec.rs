@@ -1,17 +1,18 @@
 //! `arbor exec`: start a session, run the tree until it is quiescent, print the root's answer.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_model::{
     DEFAULT_BASE_URL, HttpProviderConfig, ModelClient, ProviderKind, ScriptedModel,
     api_key_from_env, build_provider,
 };
 use arbor_orchestrator::{Orchestrator, RunConfig};
-use arbor_protocol::{AgentStatus, ApprovalPolicy, SandboxMode};
+use arbor_protocol::{AgentStatus, ApprovalPolicy, ApprovalsReviewer, SandboxMode};
 
-use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, RunOptions, SandboxArg};
+use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, Reviewer, RunOptions, SandboxArg};
 use crate::config::FileConfig;
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::output::{Mode, spawn_printer};
@@ -22,7 +23,7 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let workspace = workspace_of(&args.run)?;
     let file = crate::config::load(&home, &workspace)?;
     let model = build_model(&args.run, &file)?;
-    let config = run_config(home, &args.run, &file)?;
+    let config = run_config(home, &args.run, &file, terminal_attached(&args.prompt))?;
     let orch = Orchestrator::new(config, model).await?;
     run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
 }
@@ -40,7 +41,13 @@ pub async fn run_root(
     mode: Mode,
     no_wait_children: bool,
 ) -> Result<u8, CliError> {
-    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe());
+    let prompting = start_prompter(orch);
+    let (stop_printer, printer) = spawn_printer(
+        mode,
+        orch.subscribe(),
+        sandbox_notices(orch),
+        prompting && mode == Mode::Human,
+    );
     orch.start(prompt).await?;
     let interrupted = tokio::select! {
         () = drive(orch, no_wait_children) => false,
@@ -95,6 +102,37 @@ async fn drive(orch: &Orchestrator, no_wait_children: bool) {
         orch.stop_children("parent_exit");
     }
     orch.wait_quiescent().await;
+}
+
+/// Whether a human at a terminal can answer approval requests: stdin is a terminal and does
+/// not carry the prompt (`-`).
+pub fn terminal_attached(prompt: &str) -> bool {
+    prompt != "-" && std::io::stdin().is_terminal()
+}
+
+/// Starts answering approval requests at the terminal, when the session has one; says whether
+/// it did.
+pub fn start_prompter(orch: &Orchestrator) -> bool {
+    match orch.take_approval_prompts() {
+        Some(prompts) => {
+            crate::prompt::spawn(prompts);
+            true
+        }
+        None => false,
+    }
+}
+
+/// What the user is told at session start when commands run without a sandbox.
+pub fn sandbox_notices(orch: &Orchestrator) -> Vec<String> {
+    let status = orch.sandbox_status();
+    if status.enforced {
+        return Vec::new();
+    }
+    vec![format!(
+        "warning: commands run without a sandbox (sandbox: {}): {}",
+        status.label,
+        status.notes.join("; ")
+    )]
 }
 
 /// Resolves on the first Ctrl-C or SIGTERM.
@@ -221,10 +259,12 @@ pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelC
 }
 
 /// The run configuration the options describe.
+/// `terminal`: a human at a terminal answers approval requests (see [`terminal_attached`]).
 pub fn run_config(
     home: PathBuf,
     run: &RunOptions,
     file: &FileConfig,
+    terminal: bool,
 ) -> Result<RunConfig, CliError> {
     let cwd = workspace_of(run)?;
     let mut config = RunConfig::new(home, cwd);
@@ -250,6 +290,16 @@ pub fn run_config(
         ApprovalPolicyArg::Never => ApprovalPolicy::Never,
         ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
         ApprovalPolicyArg::Untrusted => ApprovalPolicy::Untrusted,
+    };
+    config.reviewer = match run.reviewer {
+        Reviewer::User => ApprovalsReviewer::User,
+        Reviewer::Guardian => ApprovalsReviewer::Guardian,
+    };
+    config.approval_terminal = terminal;
+    config.approval_wait = match run.approval_wait {
+        Some(seconds) => Some(Duration::from_secs(seconds)),
+        None if terminal => None,
+        None => Some(Duration::ZERO),
     };
     config.sandbox = match run.sandbox {
         SandboxArg::ReadOnly => SandboxMode::ReadOnly,

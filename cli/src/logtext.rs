@@ -54,7 +54,14 @@ pub fn describe(item: &RolloutItem) -> String {
             format!("approval {} requested: {}", a.request_id, a.action)
         }
         RolloutItem::ApprovalDecided(a) => {
-            format!("approval {} decided: {}", a.request_id, a.outcome)
+            let mut text = format!("approval {} decided: {}", a.request_id, a.outcome);
+            if let Some(by) = &a.decided_by {
+                text.push_str(&format!(" by {by}"));
+            }
+            if let Some(rationale) = &a.rationale {
+                text.push_str(&format!(" ({})", short(rationale)));
+            }
+            text
         }
         RolloutItem::Usage(u) => format!(
             "usage: {} in ({} cached), {} out",

@@ -1,6 +1,7 @@
 //! `arbor`: the command line of the multi-agent orchestrator. A thin layer over the
 //! orchestrator: parse, run, print, map errors to exit codes (see `error.rs`).
 
+mod approvals;
 mod args;
 mod config;
 mod doctor;
@@ -8,6 +9,7 @@ mod error;
 mod exec;
 mod logtext;
 mod output;
+mod prompt;
 mod read;
 mod session;
 
@@ -86,5 +88,8 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Sessions(args) => read::sessions(&home, args.json).map(|()| 0),
         Command::Log(args) => read::log(&home, &args).map(|()| 0),
         Command::Mail(args) => read::mail(&home, &args).map(|()| 0),
+        Command::Approvals(args) => approvals::list(&home, &args).map(|()| 0),
+        Command::Approve(args) => approvals::answer(&home, &args, true),
+        Command::Deny(args) => approvals::answer(&home, &args, false),
     }
 }

@@ -15,23 +15,41 @@ pub enum Mode {
     Json,
 }
 
-/// Prints events until told to stop, then prints whatever is still queued.
+/// Prints events until told to stop, then prints whatever is still queued. `notices` go to
+/// stderr right after the `session:` line (at once with `--json`, whose stderr has no such
+/// line). With `prompting`, the terminal shows approval requests itself, so their progress
+/// line is left out.
 pub fn spawn_printer(
     mode: Mode,
     mut events: mpsc::UnboundedReceiver<EventLine>,
+    notices: Vec<String>,
+    prompting: bool,
 ) -> (oneshot::Sender<()>, JoinHandle<()>) {
     let (stop_tx, mut stop_rx) = oneshot::channel();
+    let mut notices = Some(notices);
+    if mode == Mode::Json {
+        print_notices(notices.take());
+    }
     let handle = tokio::spawn(async move {
+        let mut print = |line: &EventLine| {
+            if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
+                return;
+            }
+            print(mode, line);
+            if matches!(line.event, Event::SessionStarted { .. }) {
+                print_notices(notices.take());
+            }
+        };
         loop {
             tokio::select! {
                 biased;
                 line = events.recv() => match line {
-                    Some(line) => print(mode, &line),
+                    Some(line) => print(&line),
                     None => break,
                 },
                 _ = &mut stop_rx => {
                     while let Ok(line) = events.try_recv() {
-                        print(mode, &line);
+                        print(&line);
                     }
                     break;
                 }
@@ -39,6 +57,12 @@ pub fn spawn_printer(
         }
     });
     (stop_tx, handle)
+}
+
+fn print_notices(notices: Option<Vec<String>>) {
+    for notice in notices.into_iter().flatten() {
+        eprintln!("{notice}");
+    }
 }
 
 fn print(mode: Mode, line: &EventLine) {

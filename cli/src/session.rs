@@ -13,8 +13,15 @@ use arbor_protocol::{AgentStatus, MailKind};
 use crate::args::{FollowupArgs, ResumeArgs, SendArgs, TargetArgs};
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::exec::{
-    build_model, interrupt_signal, mode_of, read_prompt, run_config, run_root, workspace_of,
+    build_model, interrupt_signal, mode_of, read_prompt, run_config, run_root, sandbox_notices,
+    start_prompter, terminal_attached, workspace_of,
 };
+
+/// Whether a terminal can answer approvals in `arbor resume`: its prompt (the last word, when
+/// there is one) does not come from stdin.
+fn terminal_for_resume(words: &[String]) -> bool {
+    terminal_attached(words.last().map_or("", String::as_str))
+}
 use crate::output::spawn_printer;
 
 /// The model of a session resumed only to show it: it is never asked anything.
@@ -78,7 +85,8 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
         Some(_) => build_model(&args.run, &file)?,
         None => Arc::new(NoModel),
     };
-    let config = run_config(home.clone(), &args.run, &file)?;
+    let terminal = prompt.is_some() && terminal_for_resume(&args.words);
+    let config = run_config(home.clone(), &args.run, &file, terminal)?;
     let (orch, info) = Orchestrator::resume(config, model, &session).await?;
     for notice in &info.notices {
         eprintln!("notice: {notice}");
@@ -136,14 +144,20 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     }
     let file = crate::config::load(&home, &workspace_of(&args.run)?)?;
     let model = build_model(&args.run, &file)?;
-    let mut config = run_config(home, &args.run, &file)?;
+    let mut config = run_config(home, &args.run, &file, terminal_attached(""))?;
     config.root_driven = false;
     let (orch, info) = Orchestrator::resume(config, model, &root.id.to_string()).await?;
     for notice in &info.notices {
         eprintln!("notice: {notice}");
     }
     let mode = mode_of(&args.run);
-    let (stop_printer, printer) = spawn_printer(mode, orch.subscribe());
+    let prompting = start_prompter(&orch);
+    let (stop_printer, printer) = spawn_printer(
+        mode,
+        orch.subscribe(),
+        sandbox_notices(&orch),
+        prompting && mode == crate::output::Mode::Human,
+    );
     let sent = orch
         .send_from_user(&args.target, MailKind::Followup, &args.message)
         .await;

@@ -62,6 +62,10 @@ pub struct AgentState {
     pub cancel_reason: Option<String>,
     /// Tokens this agent used, as far as this process knows (replayed on revival).
     pub usage: arbor_protocol::Usage,
+    /// The model's error when the last turn ended on one (the guardian's reviews classify it).
+    pub last_model_error: Option<arbor_model::ModelError>,
+    /// Approval requests of this agent waiting for an answer.
+    pub approvals_open: u32,
 }
 
 /// What only a resident agent has: its rollout writer and its task.
@@ -108,6 +112,8 @@ impl Agent {
                 last_message: None,
                 cancel_reason: None,
                 usage: arbor_protocol::Usage::default(),
+                last_model_error: None,
+                approvals_open: 0,
             }),
             resident: Mutex::new(None),
             residency_lock: tokio::sync::Mutex::new(()),

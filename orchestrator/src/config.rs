@@ -1,8 +1,9 @@
 //! Run configuration: every limit of the runtime, with its default, in one place.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use arbor_protocol::{ApprovalPolicy, SandboxMode};
+use arbor_protocol::{ApprovalPolicy, ApprovalsReviewer, SandboxMode};
 
 /// Default deepest spawn depth (the root is 0).
 pub const DEFAULT_MAX_DEPTH: u32 = 1;
@@ -20,6 +21,9 @@ pub const WAIT_MAX_MS: u64 = 3_600_000;
 pub const TOOL_OUTPUT_MAX_BYTES: usize = 16 * 1024;
 /// Largest mail content, in bytes (middle-truncated past this).
 pub const MAIL_MAX_BYTES: usize = 64 * 1024;
+/// How long the guardian may take over one review attempt (behaviour §7).
+pub const REVIEW_DEADLINE: Duration =
+    Duration::from_secs(arbor_guardian::DEFAULT_REVIEW_DEADLINE_SECS);
 
 /// A per-role model override from `config.toml` (`[roles.<name>]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,7 +43,19 @@ pub struct RunConfig {
     pub model: String,
     pub reasoning_effort: Option<String>,
     pub approval_policy: ApprovalPolicy,
+    /// Who answers approval requests.
+    pub reviewer: ApprovalsReviewer,
+    /// Longest wait for a human's answer to an approval request; `None` waits as long as it
+    /// takes. After it the outcome is `no_approver`.
+    pub approval_wait: Option<Duration>,
+    /// A terminal answers approval requests: they are handed out by
+    /// `Orchestrator::take_approval_prompts`.
+    pub approval_terminal: bool,
+    /// The deadline of one guardian review attempt.
+    pub review_deadline: Duration,
     pub sandbox: SandboxMode,
+    /// Commands in a sandbox may open TCP connections.
+    pub allow_network: bool,
     pub max_depth: u32,
     pub max_running: usize,
     pub max_resident: usize,
@@ -67,7 +83,12 @@ impl RunConfig {
             model: "scripted".to_string(),
             reasoning_effort: None,
             approval_policy: ApprovalPolicy::OnRequest,
+            reviewer: ApprovalsReviewer::User,
+            approval_wait: Some(Duration::ZERO),
+            approval_terminal: false,
+            review_deadline: REVIEW_DEADLINE,
             sandbox: SandboxMode::WorkspaceWrite,
+            allow_network: false,
             max_depth: DEFAULT_MAX_DEPTH,
             max_running: DEFAULT_MAX_RUNNING,
             max_resident: DEFAULT_MAX_RESIDENT,

@@ -195,3 +195,72 @@ pub fn interrupt_external(
     }
     Ok(previous)
 }
+
+/// What a human's answer from the command line did to an approval request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExternalAnswer {
+    pub record: arbor_agent_graph::ApprovalRecord,
+    /// The pending request is decided now (its waiter, if any, picks the answer up).
+    pub decided: bool,
+    /// The identical retry of the request runs once without asking.
+    pub override_granted: bool,
+}
+
+/// `arbor approve` (`approve`) or `arbor deny`: answers approval request `request_id` of a live
+/// or stopped session. A pending request is decided; an approval of a pending request or of a
+/// denied one (guardian, user, no approver) also lets the identical retry through once, even
+/// after a restart.
+pub fn answer_external(
+    home: &Path,
+    session: &str,
+    request_id: &str,
+    approve: bool,
+) -> Result<ExternalAnswer, ExternalError> {
+    use arbor_agent_graph::{AnswerOutcome, HumanAnswer};
+    let store = Store::open(home).map_err(OrchestratorError::from)?;
+    let root = find_root(&store, session)?;
+    let request_id = request_id.trim();
+    let not_found = || {
+        ExternalError::Refused(format!(
+            "approval request `{request_id}` not found in session {}",
+            root.id
+        ))
+    };
+    let record = store
+        .approval(request_id)?
+        .filter(|record| record.session_id == root.id)
+        .ok_or_else(not_found)?;
+    let answer = if approve {
+        let key = crate::approval::record_key(&record).ok_or_else(|| {
+            ExternalError::Refused(format!(
+                "approval request {request_id} is not a command and cannot be approved"
+            ))
+        })?;
+        HumanAnswer::Approve(key)
+    } else {
+        HumanAnswer::Deny
+    };
+    let outcome = store.answer_approval(request_id, answer).wait()?;
+    let refused =
+        |what: String| ExternalError::Refused(format!("approval request {request_id} {what}"));
+    let (decided, override_granted) = match outcome {
+        AnswerOutcome::Decided => (true, approve),
+        AnswerOutcome::Overridden => (false, true),
+        AnswerOutcome::AlreadyOverridden => {
+            return Err(refused("was already approved for one retry".to_string()));
+        }
+        AnswerOutcome::AlreadyDecided {
+            outcome,
+            decided_by,
+        } => {
+            let by = decided_by.map_or_else(|| "nobody".to_string(), |by| by.to_string());
+            return Err(refused(format!("is already decided: {outcome} by {by}")));
+        }
+    };
+    let record = store.approval(request_id)?.unwrap_or(record);
+    Ok(ExternalAnswer {
+        record,
+        decided,
+        override_granted,
+    })
+}

@@ -1,10 +1,12 @@
 //! The arbor runtime: the `Orchestrator` facade, the agent registry, one task per resident
-//! agent, the turn loop, multi-agent tools, mail delivery and the session lease.
+//! agent, the turn loop, multi-agent tools, mail delivery, the session lease, and the approval
+//! gate with its broker (`approval/`).
 //!
 //! **API Boundary:** `Orchestrator` is what the CLI and the tests drive; everything else is
 //! internal.
 
 mod agent;
+mod approval;
 pub mod config;
 mod events;
 mod external;
@@ -30,12 +32,19 @@ use arbor_roles::{Capabilities, RoleSet};
 use tokio::sync::mpsc;
 
 use crate::agent::Agent;
+pub use crate::approval::{
+    ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
+};
 pub use crate::config::RunConfig;
-pub use crate::external::{ExternalError, close_external, interrupt_external, send_external};
+pub use crate::external::{
+    ExternalAnswer, ExternalError, answer_external, close_external, interrupt_external,
+    send_external,
+};
 pub use crate::lease::{Lease, LeaseError};
 use crate::lifecycle::{NewAgent, create_agent};
 pub use crate::resume::{ResumeInfo, find_root};
 use crate::runtime::Inner;
+pub use arbor_tools::SandboxStatus;
 
 /// How long shutdown waits for agent tasks to persist their final state.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -49,6 +58,8 @@ pub enum OrchestratorError {
     Roles(#[from] arbor_roles::RoleError),
     #[error(transparent)]
     Lease(#[from] LeaseError),
+    #[error(transparent)]
+    Policy(#[from] arbor_tools::PolicyError),
     #[error("{0}")]
     Start(String),
 }
@@ -89,19 +100,29 @@ impl Orchestrator {
         let home = config.home.clone();
         let cwd = config.cwd.clone();
         let session_id = ThreadId::new();
-        let (store, roles, lease) = tokio::task::spawn_blocking(move || {
+        let sandbox = config.sandbox;
+        let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
+        let (store, roles, policy, lease) = tokio::task::spawn_blocking(move || {
+            // What the kernel offers is probed once per process (it forks a probe): here, off
+            // the async workers.
+            arbor_tools::sandbox_status(sandbox);
             let store = Store::open(&home)?;
             let roles = RoleSet::load(&home, &cwd)?;
+            let policy = arbor_tools::Policy::load(&home, &cwd)?;
+            if protect {
+                protect_arbor_dir(&cwd);
+            }
             let lease = Lease::acquire(&home, session_id)?;
-            Ok::<_, OrchestratorError>((store, roles, lease))
+            Ok::<_, OrchestratorError>((store, roles, policy, lease))
         })
         .await
         .map_err(|err| OrchestratorError::Start(err.to_string()))??;
-        let inner = Arc::new(Inner::new(config, session_id, store, model, roles));
+        let inner = Arc::new(Inner::new(config, session_id, store, model, roles, policy));
         Ok(Self::assemble(inner, lease, None))
     }
 
     fn assemble(inner: Arc<Inner>, lease: Lease, root: Option<(Arc<Agent>, u64)>) -> Self {
+        approval::watch(&inner);
         let cell = tokio::sync::OnceCell::new();
         if let Some((root, journal_offset)) = root {
             journal::watch_from(&inner, &root, journal_offset);
@@ -129,6 +150,19 @@ impl Orchestrator {
                 session_id: self.inner.session_id,
             });
         }
+    }
+
+    /// The terminal's queue of approval prompts, one at a time in request order; `Some` once,
+    /// when the configuration says a terminal answers (`RunConfig::approval_terminal`).
+    pub fn take_approval_prompts(&self) -> Option<mpsc::UnboundedReceiver<ApprovalPrompt>> {
+        self.inner.approvals.take_prompts()
+    }
+
+    /// What the root's sandbox really enforces on this machine (tell the user when nothing).
+    pub fn sandbox_status(&self) -> SandboxStatus {
+        self.inner
+            .approvals
+            .sandbox_status(self.inner.config.sandbox, &self.inner.config.cwd)
     }
 
     /// The session id (the root thread's id).
@@ -373,6 +407,17 @@ impl Orchestrator {
                 bytes: total.bytes + stats.bytes_written,
                 syncs: total.syncs + stats.syncs,
             })
+    }
+}
+
+/// Makes sure `<workspace>/.arbor` exists, so the sandbox keeps it (and the workspace rules and
+/// roles in it) read-only: a missing one could be created by a command.
+fn protect_arbor_dir(workspace: &std::path::Path) {
+    let dir = workspace.join(".arbor");
+    if dir.symlink_metadata().is_err()
+        && let Err(err) = std::fs::create_dir(&dir)
+    {
+        tracing::warn!(dir = %dir.display(), error = %err, "cannot create the .arbor directory");
     }
 }
 

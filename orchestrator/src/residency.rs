@@ -33,14 +33,16 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
         make_room(inner, agent).await;
     }
     let path = agent.identity.rollout_path.clone();
+    let store = inner.store.clone();
     let loaded = tokio::task::spawn_blocking(move || {
         let reopened = RolloutWriter::open_append(&path)?;
         let read = read_rollout(&path)?;
-        Ok::<_, arbor_rollout::RolloutError>((reopened, read))
+        let decided = crate::approval::undecided_lines(&store, &read);
+        Ok::<_, arbor_rollout::RolloutError>((reopened, read, decided))
     })
     .await
     .map_err(|err| format!("revival of {} failed: {err}", agent.path()));
-    let (reopened, read) = match loaded {
+    let (reopened, read, decided) = match loaded {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(err)) => {
             inner.forget_resident(agent);
@@ -63,6 +65,12 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
     }
     let mut writer = reopened.writer;
     let mut replay = Replay::from_read(&read);
+    // Approval requests answered by another process since this rollout was last written.
+    if !decided.is_empty() {
+        writer
+            .append_batch(&decided)
+            .map_err(|err| format!("revival of {} failed: {err}", agent.path()))?;
+    }
     // A turn the previous process died in is closed out now, so history stays well formed.
     if let Some(turn) = replay.in_flight() {
         let mut lines: Vec<RolloutItem> = replay

@@ -45,6 +45,9 @@ pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, Orchestra
 struct Loaded {
     store: Store,
     roles: RoleSet,
+    policy: arbor_tools::Policy,
+    /// Approval requests still pending from the last run.
+    pending_approvals: Vec<arbor_agent_graph::ApprovalRecord>,
     lease: Lease,
     root: ThreadRecord,
     /// Journal entries before this offset are already reflected in the store.
@@ -63,7 +66,11 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
         PathBuf::from(&root.cwd)
     };
     let roles = RoleSet::load(&home, &workspace)?;
+    let policy = arbor_tools::Policy::load(&home, &workspace)?;
+    // Probe the kernel's sandbox support here, off the async workers (once per process).
+    arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
     let lease = Lease::acquire(&home, root.id)?;
+    let pending_approvals = store.pending_approvals(root.id)?;
     let journal_offset = journal_len(&journal_path(
         std::path::Path::new(&root.rollout_path),
         root.id,
@@ -94,6 +101,8 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     Ok(Loaded {
         store,
         roles,
+        policy,
+        pending_approvals,
         lease,
         root,
         journal_offset,
@@ -123,6 +132,7 @@ impl Orchestrator {
             loaded.store,
             model,
             loaded.roles,
+            loaded.policy,
         ));
         let mut notices = Vec::new();
         if let Some(pid) = took_over_from {
@@ -147,11 +157,19 @@ impl Orchestrator {
             .get(&loaded.root.id)
             .cloned()
             .ok_or_else(|| OrchestratorError::Start("the session's root is missing".into()))?;
+        if !loaded.pending_approvals.is_empty() {
+            notices.push(format!(
+                "{} approval request(s) still pending from the last run: `arbor approve` lets \
+                 the identical retry through once",
+                loaded.pending_approvals.len()
+            ));
+        }
         let info = ResumeInfo {
             agents: registered.len(),
             took_over_from,
             notices,
         };
+        crate::approval::restore_orphans(&inner, loaded.pending_approvals);
         let orch = Orchestrator::assemble(inner, loaded.lease, Some((root, loaded.journal_offset)));
         Ok((orch, info))
     }

@@ -9,11 +9,13 @@ use arbor_agent_graph::Store;
 use arbor_model::ModelClient;
 use arbor_protocol::{AgentStatus, Event, ThreadId};
 use arbor_roles::{NicknamePool, Role, RoleSet};
+use arbor_tools::Policy;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::Agent;
+use crate::approval::Approvals;
 use crate::config::RunConfig;
 use crate::events::EventBus;
 use crate::registry::Registry;
@@ -25,6 +27,8 @@ pub struct Inner {
     pub store: Store,
     pub model: Arc<dyn ModelClient>,
     pub roles: RoleSet,
+    /// The command policy, the sandboxes and the approval broker.
+    pub approvals: Approvals,
     pub registry: Registry,
     pub events: EventBus,
     /// Bumped after every change a waiter may care about (status, mail, residency).
@@ -73,8 +77,11 @@ impl Inner {
         store: Store,
         model: Arc<dyn ModelClient>,
         roles: RoleSet,
+        policy: Policy,
     ) -> Self {
+        let approvals = Approvals::new(policy, config.allow_network, config.approval_terminal);
         Self {
+            approvals,
             config,
             session_id,
             store,

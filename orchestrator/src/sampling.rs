@@ -34,6 +34,40 @@ impl Drop for Started {
     }
 }
 
+/// Why a response could not be had.
+#[derive(Debug)]
+pub enum SampleFailure {
+    /// The model failed (after the provider's own retries).
+    Model(arbor_model::ModelError),
+    /// Recording what streamed in failed.
+    Record(String),
+}
+
+impl SampleFailure {
+    /// The model's error, when that is what failed.
+    pub fn into_model_error(self) -> Option<arbor_model::ModelError> {
+        match self {
+            Self::Model(err) => Some(err),
+            Self::Record(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SampleFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Model(err) => write!(f, "{err}"),
+            Self::Record(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl From<String> for SampleFailure {
+    fn from(reason: String) -> Self {
+        Self::Record(reason)
+    }
+}
+
 /// A finished response.
 pub struct Sampled {
     /// Every item of the final response, in order.
@@ -54,7 +88,7 @@ pub async fn sample(
     inner: &Arc<Inner>,
     agent: &Arc<Agent>,
     request: &ModelRequest,
-) -> Result<Sampled, String> {
+) -> Result<Sampled, SampleFailure> {
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
     let respond = inner.model.respond(request, &events_tx);
     tokio::pin!(respond);
@@ -101,7 +135,7 @@ pub async fn sample(
         Ok(response) => response,
         Err(err) => {
             cancel_started(agent, &mut early)?;
-            return Err(err.to_string());
+            return Err(SampleFailure::Model(err));
         }
     };
     // The stream reported its items in order: the recorded ones lead the final list.

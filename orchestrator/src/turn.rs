@@ -77,6 +77,8 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
         state.turn_no += 1;
         state.turn_token = Some(token.clone());
         state.cancel_reason = None;
+        state.last_model_error = None;
+        state.approvals_open = 0;
         state.mailbox.start_turn();
         let start = state.history.len();
         state.turns.push(TurnSpan {
@@ -119,7 +121,11 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         let request = build_request(inner, agent);
         let response = match sampling::sample(inner, agent, &request).await {
             Ok(response) => response,
-            Err(err) => return Outcome::Aborted(AbortKind::Errored, err),
+            Err(failure) => {
+                let reason = failure.to_string();
+                agent.state().last_model_error = failure.into_model_error();
+                return Outcome::Aborted(AbortKind::Errored, reason);
+            }
         };
         let rest = &response.items[response.recorded..];
         let mut lines: Vec<RolloutItem> = rest

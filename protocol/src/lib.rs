@@ -24,7 +24,7 @@ pub use tool::ToolSpec;
 
 mod policy;
 pub mod text;
-pub use policy::{ApprovalPolicy, SandboxMode};
+pub use policy::{ApprovalPolicy, ApprovalsReviewer, SandboxMode};
 
 mod event;
 pub use event::{Event, EventLine};

@@ -1,4 +1,5 @@
-//! Sandbox modes and approval policies (behaviour §7, §8), shared by roles, tools and the runtime.
+//! Sandbox modes, approval policies and reviewers (behaviour §7, §8), shared by roles, tools and
+//! the runtime.
 
 use std::fmt;
 
@@ -84,6 +85,42 @@ impl fmt::Display for ApprovalPolicy {
     }
 }
 
+/// Who answers approval requests (behaviour §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalsReviewer {
+    /// The human: at the terminal of `arbor exec`, or with `arbor approve|deny`.
+    #[default]
+    User,
+    /// The session's guardian agent, `/root/guardian`.
+    Guardian,
+}
+
+impl ApprovalsReviewer {
+    /// The wire and flag name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Guardian => "guardian",
+        }
+    }
+
+    /// Parses the wire and flag name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "user" => Some(Self::User),
+            "guardian" => Some(Self::Guardian),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ApprovalsReviewer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +143,9 @@ mod tests {
             ApprovalPolicy::Untrusted,
         ] {
             assert_eq!(ApprovalPolicy::parse(policy.as_str()), Some(policy));
+        }
+        for reviewer in [ApprovalsReviewer::User, ApprovalsReviewer::Guardian] {
+            assert_eq!(ApprovalsReviewer::parse(reviewer.as_str()), Some(reviewer));
         }
     }
 }

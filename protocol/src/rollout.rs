@@ -181,6 +181,9 @@ pub struct ApprovalDecided {
     pub risk_level: Option<String>,
     #[serde(default)]
     pub rationale: Option<String>,
+    /// Model tokens the review cost (guardian reviews).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
 }
 
 /// Tokens one model response used.

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arbor_model::ScriptedModel;
+use arbor_model::{ModelClient, ScriptedModel};
 use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentPath, Event, EventLine};
 use serde_json::Value;
@@ -41,13 +41,24 @@ impl Session {
         setup: impl FnOnce(&Path),
         configure: impl FnOnce(&mut RunConfig),
     ) -> Self {
+        Self::with_model(script, |model| model, setup, configure).await
+    }
+
+    /// Like [`Session::with_workspace`], with the scripted model wrapped by `wrap` (a test's
+    /// own `ModelClient` that fails some requests and hands the rest to the script).
+    pub async fn with_model(
+        script: Value,
+        wrap: impl FnOnce(Arc<ScriptedModel>) -> Arc<dyn ModelClient>,
+        setup: impl FnOnce(&Path),
+        configure: impl FnOnce(&mut RunConfig),
+    ) -> Self {
         let home = TempDir::new().expect("home dir");
         let cwd = TempDir::new().expect("cwd");
         setup(cwd.path());
         let model = Arc::new(ScriptedModel::from_json(&script.to_string()).expect("valid script"));
         let mut config = RunConfig::new(home.path().to_path_buf(), cwd.path().to_path_buf());
         configure(&mut config);
-        let orch = Orchestrator::new(config, model.clone())
+        let orch = Orchestrator::new(config, wrap(model.clone()))
             .await
             .expect("session starts");
         let events = orch.subscribe();

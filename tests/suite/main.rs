@@ -1,6 +1,7 @@
 //! arbor's integration tests: one binary (the `suite` test of `arbor-cli`), one module per
 //! area. Shared support code is the `arbor-tests` library.
 
+mod approvals;
 mod cli;
 mod config;
 mod lease;
@@ -9,6 +10,7 @@ mod providers;
 mod residency;
 mod resume;
 mod rollout;
+mod sandbox;
 mod scenarios;
 mod store;
 mod streaming;

@@ -13,13 +13,13 @@ use serde_json::{Value, json};
 
 use crate::cli::{Workspace, session_of, text};
 
-fn write_script(ws: &Workspace, name: &str, script: &Value) -> PathBuf {
+pub(crate) fn write_script(ws: &Workspace, name: &str, script: &Value) -> PathBuf {
     let path = ws.dir.path().join(name);
     std::fs::write(&path, script.to_string()).expect("script");
     path
 }
 
-fn agents(ws: &Workspace, session: &str) -> Vec<Value> {
+pub(crate) fn agents(ws: &Workspace, session: &str) -> Vec<Value> {
     let out = ws.run(&["agents", session, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     serde_json::from_slice::<Value>(&out.stdout)
@@ -29,29 +29,38 @@ fn agents(ws: &Workspace, session: &str) -> Vec<Value> {
         .clone()
 }
 
-fn agent<'a>(list: &'a [Value], path: &str) -> &'a Value {
+pub(crate) fn agent<'a>(list: &'a [Value], path: &str) -> &'a Value {
     list.iter()
         .find(|a| a["path"] == path)
         .unwrap_or_else(|| panic!("{path} not listed"))
 }
 
 /// A driver started with `--json`, whose events the test reads as they come.
-struct Driver {
-    child: Child,
+pub(crate) struct Driver {
+    pub(crate) child: Child,
     events: Lines<BufReader<ChildStdout>>,
-    session: String,
+    pub(crate) session: String,
 }
 
 impl Driver {
-    fn start(ws: &Workspace, script: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn start(ws: &Workspace, script: &Path, extra: &[&str]) -> Self {
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["exec".into(), "--json".into(), "--script".into()];
+        args.push(script.into());
+        args.push("--cwd".into());
+        args.push(ws.project().into());
+        args.extend(extra.iter().map(Into::into));
+        args.push("go".into());
+        Self::spawn(ws, &args)
+    }
+
+    /// Runs `arbor ARGS` (a command that drives a session with `--json`) with stdin closed, and
+    /// reads events up to `session.started`.
+    pub(crate) fn spawn(ws: &Workspace, args: &[std::ffi::OsString]) -> Self {
         let mut child = ws
             .arbor()
-            .args(["exec", "--json", "--script"])
-            .arg(script)
-            .arg("--cwd")
-            .arg(ws.project())
-            .args(extra)
-            .arg("go")
+            .args(args)
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -68,7 +77,7 @@ impl Driver {
     }
 
     /// Reads events until one matches.
-    fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         for line in self.events.by_ref() {
             let event: Value = serde_json::from_str(&line.expect("line")).expect("event json");
             if pred(&event) {
@@ -78,12 +87,12 @@ impl Driver {
         panic!("the driver ended before the awaited event");
     }
 
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
     }
 
-    fn wait(mut self) -> i32 {
+    pub(crate) fn wait(mut self) -> i32 {
         for _ in self.events.by_ref() {}
         self.child.wait().expect("wait").code().unwrap_or(-1)
     }

@@ -96,6 +96,7 @@ fn every_item() -> Vec<RolloutItem> {
             decided_by: Some("guardian".into()),
             risk_level: Some("high".into()),
             rationale: None,
+            tokens: Some(321),
         }),
         RolloutItem::AgentClosed(AgentClosed {
             target_id: child_id,

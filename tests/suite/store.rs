@@ -16,7 +16,7 @@ const CRASH_ENV: &str = "ARBOR_CRASH_CHILD_HOME";
 const CRASH_ACKS: usize = 50;
 
 /// A thread id whose text sorts like `n`.
-fn tid(n: u64) -> ThreadId {
+pub(crate) fn tid(n: u64) -> ThreadId {
     ThreadId::parse(&format!("00000000-0000-7000-8000-{n:012}")).expect("crafted id")
 }
 
@@ -53,7 +53,7 @@ fn open_store() -> (tempfile::TempDir, Store) {
 }
 
 /// Indexes each thread `(n, parent, path)` of session `session`, parents before children.
-fn seed_threads(store: &Store, session: u64, threads: &[(u64, Option<u64>, &str)]) {
+pub(crate) fn seed_threads(store: &Store, session: u64, threads: &[(u64, Option<u64>, &str)]) {
     for (n, parent, at) in threads {
         store
             .upsert_thread(record(*n, session, *parent, at))

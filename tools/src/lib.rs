@@ -14,7 +14,7 @@ pub use exec::{
 };
 pub use patch::{
     ApplyPatchArgs, ChangeKind, FileChange, FileOp, Hunk, HunkLine, ParseError, Patch, PatchError,
-    PatchSummary, apply_patch, apply_patch_tool_spec, parse_patch,
+    PatchSummary, apply_patch, apply_patch_confined, apply_patch_tool_spec, parse_patch,
 };
 pub use policy::{
     Decision, Evaluation, PatternToken, Policy, PolicyError, Rule, RuleMatch, canonical,

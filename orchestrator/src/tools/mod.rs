@@ -3,7 +3,7 @@
 
 pub mod manage;
 mod messaging;
-mod spawn;
+pub mod spawn;
 pub mod specs;
 mod wait;
 mod work;

@@ -1,5 +1,6 @@
-//! The work tools, `exec_command` and `apply_patch`, run in the agent's own cwd. Approvals and
-//! the sandbox plug in through the tools crate's `Launcher` seam.
+//! The work tools, `exec_command` and `apply_patch`, run in the agent's own cwd: commands in
+//! the agent's sandbox after the approval gate, patches confined to what that sandbox would
+//! allow a command to write.
 
 use std::sync::Arc;
 
@@ -8,12 +9,16 @@ use serde::Deserialize;
 
 use super::{ToolResult, parse_args};
 use crate::agent::Agent;
+use crate::approval;
 use crate::runtime::Inner;
 
-pub async fn exec_command(_inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args = ExecArgs::parse(arguments).map_err(|err| err.to_string())?;
     let request = ExecRequest::from_args(&args, &agent.identity.cwd, &ExecConfig::default())
-        .map_err(|err| err.to_string())?
+        .map_err(|err| err.to_string())?;
+    let launcher = approval::gate_exec(inner, agent, &args, &request.workdir).await?;
+    let request = request
+        .with_launcher(launcher)
         .with_live(agent.live.clone());
     Ok(run_exec(request).await.to_model_output())
 }
@@ -27,7 +32,8 @@ struct PatchArgs {
 pub async fn apply_patch(_inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
     let cwd = agent.identity.cwd.clone();
-    tokio::task::spawn_blocking(move || arbor_tools::apply_patch(&cwd, &args.patch))
+    let mode = agent.identity.caps.sandbox;
+    tokio::task::spawn_blocking(move || arbor_tools::apply_patch_confined(&cwd, &args.patch, mode))
         .await
         .map_err(|err| format!("apply_patch failed to run: {err}"))?
         .map(|summary| summary.to_string())

@@ -218,7 +218,7 @@ fn replacement(hunk: &Hunk, matched: &[String]) -> Vec<String> {
 }
 
 /// Checks that `path` is relative and stays inside the cwd; returns it normalised.
-fn relative_path(path: &str) -> Result<PathBuf, PatchError> {
+pub(super) fn relative_path(path: &str) -> Result<PathBuf, PatchError> {
     let raw = Path::new(path);
     let mut normal = PathBuf::new();
     for component in raw.components() {

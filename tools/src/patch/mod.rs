@@ -1,6 +1,7 @@
 //! `apply_patch` (behaviour §8): arguments, the tool spec, the summary and the entry point.
 
 mod apply;
+mod guard;
 mod parse;
 mod seek;
 #[cfg(test)]
@@ -10,7 +11,7 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
-use arbor_protocol::ToolSpec;
+use arbor_protocol::{SandboxMode, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -58,6 +59,12 @@ pub enum PatchError {
     Write { path: String, source: io::Error },
     #[error("apply_patch: cannot delete {path}: {source}")]
     Remove { path: String, source: io::Error },
+    #[error("apply_patch: the sandbox is read-only: this agent cannot change files")]
+    ReadOnly,
+    #[error("apply_patch: {path} is inside {entry}, which stays read-only")]
+    Protected { path: String, entry: &'static str },
+    #[error("apply_patch: {path} resolves outside the workspace")]
+    OutsideWorkspace { path: String },
 }
 
 /// What happened to one file.
@@ -115,10 +122,25 @@ impl fmt::Display for PatchSummary {
 
 /// Parses `patch` and applies it to the files under `cwd`. Paths in the patch are relative to
 /// `cwd`; absolute paths and paths that climb out with `..` are refused (symlinks are not
-/// resolved here: confinement is the sandbox's job). Every hunk of every file is computed before
-/// anything is written. Blocking: call it from `spawn_blocking`.
+/// resolved here: [`apply_patch_confined`] adds the sandbox's limits). Every hunk of every file
+/// is computed before anything is written. Blocking: call it from `spawn_blocking`.
 pub fn apply_patch(cwd: &Path, patch: &str) -> Result<PatchSummary, PatchError> {
     let parsed = parse_patch(patch)?;
+    let changes = apply::apply(cwd, &parsed)?;
+    Ok(PatchSummary { changes })
+}
+
+/// Like [`apply_patch`], confined as a command in sandbox `mode` with `cwd` as its workspace
+/// would be: nothing in `read-only`; in `workspace-write` only inside `cwd` (symbolic links
+/// resolved) and never inside its `.git` or `.arbor`. Checked before anything is written.
+/// Blocking: call it from `spawn_blocking`.
+pub fn apply_patch_confined(
+    cwd: &Path,
+    patch: &str,
+    mode: SandboxMode,
+) -> Result<PatchSummary, PatchError> {
+    let parsed = parse_patch(patch)?;
+    guard::check(cwd, &parsed, mode)?;
     let changes = apply::apply(cwd, &parsed)?;
     Ok(PatchSummary { changes })
 }

@@ -1,0 +1,116 @@
+//! `arbor approvals` (the audit of every request and decision), `arbor approve` and
+//! `arbor deny` (a human's answer from another process, for a live or stopped session).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use arbor_agent_graph::{ApprovalOverride, ApprovalRecord};
+use arbor_orchestrator::{ExternalError, answer_external};
+use serde_json::{Value, json};
+
+use crate::args::{AnswerArgs, ReadArgs};
+use crate::error::CliError;
+
+fn row(record: &ApprovalRecord, overridden: Option<&ApprovalOverride>) -> Value {
+    json!({
+        "id": record.id,
+        "path": record.requester,
+        "action": record.action,
+        "outcome": record.outcome.as_str(),
+        "decided_by": record.decided_by.map(|by| by.as_str()),
+        "risk_level": record.risk_level,
+        "rationale": record.rationale,
+        "requested_at": record.requested_at,
+        "decided_at": record.decided_at,
+        "justification": record.justification,
+        "tokens": record.tokens,
+        "override": overridden.map(|o| json!({
+            "granted_at": o.granted_at,
+            "used_by": o.used_by,
+            "used_at": o.used_at,
+        })),
+    })
+}
+
+/// `arbor approvals <SESSION> [--json]`: every request of the session, in request order.
+pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
+    let store = crate::read::open_store(home)?;
+    let root = store
+        .find_session_by_prefix(&args.session)
+        .map_err(|err| CliError::usage(err.to_string()))?;
+    let records = store.approvals(root.id)?;
+    let overrides: HashMap<String, ApprovalOverride> = store
+        .overrides(root.id)?
+        .into_iter()
+        .map(|o| (o.request_id.clone(), o))
+        .collect();
+    if args.json {
+        let rows: Vec<Value> = records
+            .iter()
+            .map(|record| row(record, overrides.get(&record.id)))
+            .collect();
+        println!("{}", Value::Array(rows));
+        return Ok(());
+    }
+    if records.is_empty() {
+        eprintln!("no approval requests in session {}", root.id);
+    }
+    for record in &records {
+        let decided = match record.decided_by {
+            Some(by) => format!("{} by {by}", record.outcome),
+            None => record.outcome.to_string(),
+        };
+        let risk = record
+            .risk_level
+            .as_deref()
+            .map_or_else(String::new, |risk| format!(" (risk {risk})"));
+        println!(
+            "{}  {}  {}  {decided}{risk}",
+            record.id, record.requested_at, record.requester
+        );
+        let command = record.action["command"]
+            .as_str()
+            .map_or_else(|| record.action.to_string(), str::to_string);
+        println!("  command: {command}");
+        if let Some(justification) = &record.justification {
+            println!("  justification: {justification}");
+        }
+        if let Some(rationale) = &record.rationale {
+            println!("  rationale: {rationale}");
+        }
+        if let Some(o) = overrides.get(&record.id) {
+            match &o.used_by {
+                Some(used_by) => println!("  override: used by request {used_by}"),
+                None => println!("  override: the identical retry runs once"),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `arbor approve|deny <SESSION> <REQUEST_ID>`.
+pub fn answer(home: &Path, args: &AnswerArgs, approve: bool) -> Result<u8, CliError> {
+    crate::read::open_store(home)?;
+    let answered = answer_external(home, &args.session, &args.request_id, approve).map_err(
+        |err| match err {
+            ExternalError::Refused(message) => CliError::usage(message),
+            ExternalError::Start(err) => err.into(),
+            other => CliError::failed(other.to_string()),
+        },
+    )?;
+    let record = &answered.record;
+    let verb = if approve { "approved" } else { "denied" };
+    let what = match (answered.decided, answered.override_granted) {
+        (true, true) => format!(
+            "{verb} request {} of {}; if it no longer waits, its identical retry runs once",
+            record.id, record.requester
+        ),
+        (false, true) => format!(
+            "override: the identical retry of request {} by {} runs once",
+            record.id, record.requester
+        ),
+        _ => format!("{verb} request {} of {}", record.id, record.requester),
+    };
+    println!("{what}");
+    Ok(0)
+}

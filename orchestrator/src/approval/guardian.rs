@@ -1,0 +1,238 @@
+//! Review by the guardian (behaviour §7): `/root/guardian`, an internal agent spawned on the
+//! first review and kept, answers one review per turn. The orchestrator enforces the deadline,
+//! retries once after an availability failure, and maps every failure to `review_unavailable`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_guardian::{Budgets, Decision, ReviewFailure, ReviewRequest, decide, parse_verdict};
+use arbor_model::ModelError;
+use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId};
+
+use super::broker::Request;
+use crate::agent::Agent;
+use crate::lifecycle::{NewAgent, create_agent};
+use crate::runtime::Inner;
+use crate::tools::spawn::GUARDIAN_NAME;
+use crate::turn::cancel_turn;
+
+/// Why a guardian turn is cancelled when its deadline passes.
+const TIMED_OUT: &str = "review timed out";
+
+/// Reviews `request` of `requester` with the guardian: the decision and the tokens it cost.
+/// Reviews are serialised through the one guardian.
+pub async fn review(
+    inner: &Arc<Inner>,
+    requester: &Arc<Agent>,
+    request: &Request,
+) -> (Decision, Option<u64>) {
+    let _one_at_a_time = inner.approvals.review.lock().await;
+    let guardian = match ensure_guardian(inner).await {
+        Ok(guardian) => guardian,
+        Err(reason) => return (decide(Err(ReviewFailure::ReviewerError(reason))), None),
+    };
+    let text = ReviewRequest {
+        action: request.action.clone(),
+        requester: requester.path().clone(),
+        justification: request.justification.clone(),
+        root_task: root_task(inner).await,
+        transcript: requester.state().history.clone(),
+    }
+    .render(&Budgets::default());
+    let tokens_before = used_tokens(&guardian);
+    let mut input = Some(text);
+    let mut retries = 0;
+    let result = loop {
+        match attempt(inner, &guardian, input.take(), inner.config.review_deadline).await {
+            Ok(answer) => break parse_verdict(&answer).map_err(ReviewFailure::from),
+            // The review request stays the last input of the guardian's history, so a retry
+            // is a new turn with no new input.
+            Err(failure) if failure.may_retry(retries) => retries += 1,
+            Err(failure) => break Err(failure),
+        }
+    };
+    let tokens = used_tokens(&guardian).saturating_sub(tokens_before);
+    (decide(result), Some(tokens))
+}
+
+/// The guardian, created on first use. Its role is the session's `guardian` role; it inherits
+/// the root's cwd and narrows the root's capabilities (read-only, no spawning).
+async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
+    let path = AgentPath::root()
+        .join(GUARDIAN_NAME)
+        .map_err(|err| err.to_string())?;
+    if let Some(guardian) = inner.registry.open_at(&path) {
+        return Ok(guardian);
+    }
+    let root = inner
+        .registry
+        .open_at(&AgentPath::root())
+        .ok_or("the session has no root")?;
+    let role = inner.roles.guardian();
+    create_agent(
+        inner,
+        NewAgent {
+            id: ThreadId::new(),
+            path,
+            parent: Some(&root),
+            role,
+            model: role
+                .model
+                .clone()
+                .unwrap_or_else(|| root.identity.model.clone()),
+            effort: role.reasoning_effort.clone(),
+            caps: root.identity.caps.narrow_for(role),
+            nickname: None,
+            cwd: root.identity.cwd.clone(),
+            internal: true,
+        },
+    )
+    .await
+}
+
+/// One guardian turn on `input` (none: answer the history as it stands), bounded by `deadline`:
+/// its final answer, or why there is none.
+async fn attempt(
+    inner: &Arc<Inner>,
+    guardian: &Arc<Agent>,
+    input: Option<String>,
+    deadline: Duration,
+) -> Result<String, ReviewFailure> {
+    // A turn left over from a review whose requester stopped waiting ends first.
+    wait_idle(inner, guardian).await;
+    let before = {
+        let mut state = guardian.state();
+        if let Some(content) = input {
+            state.pending_input.push(ResponseItem::Message {
+                role: "user".to_string(),
+                content,
+            });
+        }
+        state.turn_no
+    };
+    inner.request_turn(guardian);
+    match tokio::time::timeout(deadline, turn_end(inner, guardian, before)).await {
+        Ok(result) => result,
+        Err(_) => {
+            stop_turn(inner, guardian).await;
+            Err(ReviewFailure::Timeout)
+        }
+    }
+}
+
+/// Waits until the guardian's turn after `before` has ended and reads its result.
+async fn turn_end(inner: &Inner, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
+    let mut changes = inner.changed.subscribe();
+    loop {
+        changes.borrow_and_update();
+        {
+            let state = guardian.state();
+            if !state.scheduled {
+                if state.turn_no == before {
+                    return Err(ReviewFailure::ReviewerError(
+                        "the guardian's turn did not start (the session is stopping)".into(),
+                    ));
+                }
+                return match &state.status {
+                    AgentStatus::Completed(answer) => Ok(answer.clone().unwrap_or_default()),
+                    AgentStatus::Errored(reason) => {
+                        Err(classify(state.last_model_error.as_ref(), reason))
+                    }
+                    other => Err(ReviewFailure::ReviewerError(format!(
+                        "the guardian's turn ended {other}"
+                    ))),
+                };
+            }
+        }
+        if changes.changed().await.is_err() {
+            return Err(ReviewFailure::ReviewerError("the session stopped".into()));
+        }
+    }
+}
+
+/// Maps the model error a guardian turn ended on to a review failure: 429, 5xx and transport
+/// errors are availability failures (one retry); anything else is the reviewer's failure.
+fn classify(error: Option<&ModelError>, reason: &str) -> ReviewFailure {
+    match error {
+        Some(ModelError::RateLimited) => ReviewFailure::RateLimited,
+        Some(ModelError::Http { status, .. }) => ReviewFailure::ServerError(*status),
+        Some(ModelError::Transport(detail)) => ReviewFailure::Transport(detail.clone()),
+        Some(ModelError::Script(_) | ModelError::Config(_) | ModelError::Failed(_)) | None => {
+            ReviewFailure::ReviewerError(reason.to_string())
+        }
+    }
+}
+
+/// Waits until the guardian has no turn scheduled.
+async fn wait_idle(inner: &Inner, guardian: &Agent) {
+    let mut changes = inner.changed.subscribe();
+    loop {
+        changes.borrow_and_update();
+        if !guardian.state().scheduled || changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Cancels the guardian's current turn (started or about to start) and waits until it ends.
+async fn stop_turn(inner: &Inner, guardian: &Agent) {
+    let mut changes = inner.changed.subscribe();
+    let mut cancelled = false;
+    loop {
+        changes.borrow_and_update();
+        if !guardian.state().scheduled {
+            return;
+        }
+        if !cancelled {
+            cancelled = cancel_turn(guardian, TIMED_OUT);
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The root user's task: the root's first user message, from its history or, when the root is
+/// not loaded, from its rollout. Kept once found.
+async fn root_task(inner: &Inner) -> String {
+    if let Some(task) = inner.approvals.root_task() {
+        return task;
+    }
+    let Some(root) = inner.registry.open_at(&AgentPath::root()) else {
+        return String::new();
+    };
+    let in_memory = root.state().history.iter().find_map(first_user_message);
+    let task = match in_memory {
+        Some(task) => task,
+        None => {
+            let path = root.identity.rollout_path.clone();
+            tokio::task::spawn_blocking(move || {
+                arbor_rollout::read_rollout(&path).ok().and_then(|read| {
+                    read.items().find_map(|item| match item {
+                        RolloutItem::ResponseItem(item) => first_user_message(item),
+                        _ => None,
+                    })
+                })
+            })
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+        }
+    };
+    inner.approvals.set_root_task(&task);
+    task
+}
+
+fn first_user_message(item: &ResponseItem) -> Option<String> {
+    match item {
+        ResponseItem::Message { role, content } if role == "user" => Some(content.clone()),
+        _ => None,
+    }
+}
+
+/// Input plus output tokens an agent's responses used in this process.
+fn used_tokens(agent: &crate::agent::Agent) -> u64 {
+    let usage = agent.state().usage;
+    usage.input_tokens.saturating_add(usage.output_tokens)
+}

@@ -1,0 +1,210 @@
+//! Approvals and the sandbox for `exec_command` (behaviour §7, §8): the command policy decides
+//! whether a command runs in the agent's sandbox, never runs, or needs approval; requests from
+//! any depth go to the session's one broker, where only the requester waits for the user (at
+//! the terminal or from another process) or the guardian.
+//!
+//! Order of checks: a `forbidden` rule refuses; a command that needs no approval runs in the
+//! sandbox; the guardian may not ask; policy `never` refuses; a user's approval for the session
+//! or an override from `arbor approve` lets it through; otherwise the reviewer decides. An
+//! approved escalation runs outside the sandbox, any other approved command inside it.
+
+mod broker;
+mod guardian;
+mod human;
+mod need;
+mod review;
+mod watch;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arbor_agent_graph::{ApprovalOutcome, DecidedBy, OverrideKey};
+use arbor_protocol::{ApprovalPolicy, SandboxMode, ThreadId};
+use arbor_tools::{
+    ExecArgs, Launcher, PlainLauncher, Policy, SandboxLauncher, SandboxPermissions, SandboxStatus,
+};
+use tokio::sync::mpsc;
+
+use crate::agent::Agent;
+use crate::runtime::Inner;
+use broker::{Request, Settled};
+pub use human::{ApprovalPrompt, TerminalAnswer, restore_orphans};
+pub use need::{FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, record_key};
+use watch::Watched;
+pub use watch::{undecided_lines, watch};
+
+/// The session's approval state.
+#[derive(Debug)]
+pub struct Approvals {
+    policy: Policy,
+    /// One sandbox launcher per (mode, workspace), built on first use.
+    launchers: Mutex<HashMap<(SandboxMode, PathBuf), Arc<SandboxLauncher>>>,
+    allow_network: bool,
+    /// Commands the user approved for the session: (canonical command, cwd, escalated).
+    for_session: Mutex<HashSet<(String, String, bool)>>,
+    /// Consecutive denials per agent turn (guardian reviews).
+    breaker: Mutex<arbor_guardian::DenialBreaker<ThreadId>>,
+    prompts: Option<mpsc::UnboundedSender<ApprovalPrompt>>,
+    prompts_rx: Mutex<Option<mpsc::UnboundedReceiver<ApprovalPrompt>>>,
+    watched: Arc<Watched>,
+    /// Serialises reviews through the one guardian.
+    review: tokio::sync::Mutex<()>,
+    root_task: Mutex<Option<String>>,
+}
+
+impl Approvals {
+    /// The approval state of a session under `policy`; `terminal` when a terminal answers.
+    pub fn new(policy: Policy, allow_network: bool, terminal: bool) -> Self {
+        let (prompts, prompts_rx) = if terminal {
+            let (tx, rx) = mpsc::unbounded_channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        Self {
+            policy,
+            launchers: Mutex::new(HashMap::new()),
+            allow_network,
+            for_session: Mutex::new(HashSet::new()),
+            breaker: Mutex::new(arbor_guardian::DenialBreaker::new()),
+            prompts,
+            prompts_rx: Mutex::new(prompts_rx),
+            watched: Arc::new(Watched::default()),
+            review: tokio::sync::Mutex::new(()),
+            root_task: Mutex::new(None),
+        }
+    }
+
+    /// The terminal's queue of approval prompts, once.
+    pub fn take_prompts(&self) -> Option<mpsc::UnboundedReceiver<ApprovalPrompt>> {
+        self.prompts_rx
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn prompt(&self, prompt: ApprovalPrompt) {
+        if let Some(prompts) = &self.prompts {
+            let _ = prompts.send(prompt);
+        }
+    }
+
+    /// The sandbox of `mode` rooted at `workspace`.
+    pub fn launcher(&self, mode: SandboxMode, workspace: &Path) -> Arc<SandboxLauncher> {
+        let mut launchers = self
+            .launchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            launchers
+                .entry((mode, workspace.to_path_buf()))
+                .or_insert_with(|| {
+                    Arc::new(SandboxLauncher::new(mode, workspace, self.allow_network))
+                }),
+        )
+    }
+
+    /// What the sandbox of `mode` at `workspace` really enforces.
+    pub fn sandbox_status(&self, mode: SandboxMode, workspace: &Path) -> SandboxStatus {
+        self.launcher(mode, workspace).status().clone()
+    }
+
+    fn cached_for_session(&self, key: &OverrideKey) -> bool {
+        self.for_session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&(key.command.clone(), key.cwd.clone(), key.escalated))
+    }
+
+    fn cache_for_session(&self, key: &OverrideKey) {
+        self.for_session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((key.command.clone(), key.cwd.clone(), key.escalated));
+    }
+
+    fn root_task(&self) -> Option<String> {
+        self.root_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_root_task(&self, task: &str) {
+        *self
+            .root_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(task.to_string());
+    }
+}
+
+/// Decides whether `agent` may run the `exec_command` of `args` in `workdir`, asking for
+/// approval when it must: the launcher to run it with, or the text its model reads instead.
+pub async fn gate_exec(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    args: &ExecArgs,
+    workdir: &Path,
+) -> Result<Arc<dyn Launcher>, String> {
+    let approvals = &inner.approvals;
+    let caps = &agent.identity.caps;
+    let escalated = args.permissions() == SandboxPermissions::RequireEscalated;
+    let evaluation = approvals.policy.evaluate(&args.cmd);
+    let sandboxed: Arc<dyn Launcher> = approvals.launcher(caps.sandbox, &agent.identity.cwd);
+    let reason = match need::assess(&evaluation, caps.approval_policy, escalated) {
+        need::Need::Run => return Ok(sandboxed),
+        need::Need::Approval(reason) => reason,
+        need::Need::Forbidden(rule) => {
+            let message = need::forbidden_message(&rule);
+            let request = new_request(agent, args, workdir, &format!("forbidden by {rule}"));
+            let settled = Settled::refuse(
+                ApprovalOutcome::Deny,
+                DecidedBy::Policy,
+                Some(format!("forbidden by {rule}")),
+                message.clone(),
+            );
+            broker::record_settled(inner, agent, &request, &settled).await?;
+            return Err(message);
+        }
+    };
+    if agent.identity.internal {
+        return Err(GUARDIAN_CANNOT_ASK_SENTENCE.to_string());
+    }
+    let request = new_request(agent, args, workdir, &reason);
+    let approved: Arc<dyn Launcher> = if escalated {
+        Arc::new(PlainLauncher)
+    } else {
+        sandboxed
+    };
+    if caps.approval_policy == ApprovalPolicy::Never {
+        let settled = Settled::refuse(
+            ApprovalOutcome::Deny,
+            DecidedBy::Policy,
+            Some("approval policy never".to_string()),
+            arbor_guardian::policy_never_message(),
+        );
+        broker::record_settled(inner, agent, &request, &settled).await?;
+        return Err(arbor_guardian::policy_never_message());
+    }
+    if approvals.cached_for_session(&request.key) {
+        let settled = Settled::allow(DecidedBy::User, Some("approved for the session".into()));
+        broker::record_settled(inner, agent, &request, &settled).await?;
+        return Ok(approved);
+    }
+    let settled = review::decide(inner, agent, &request).await?;
+    match settled.message {
+        None => Ok(approved),
+        Some(message) => Err(message),
+    }
+}
+
+fn new_request(agent: &Agent, args: &ExecArgs, workdir: &Path, reason: &str) -> Request {
+    Request {
+        id: ThreadId::new().to_string(),
+        action: need::exec_action(args, workdir, agent.identity.caps.sandbox, reason),
+        justification: args.justification.clone(),
+        key: need::override_key(agent.path(), args, workdir),
+        turn: agent.state().turn_no,
+    }
+}
