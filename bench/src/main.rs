@@ -17,11 +17,11 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let which = args.first().map_or("all", String::as_str);
-    let sizes: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let sizes = if sizes.is_empty() {
+    let numbers: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if numbers.is_empty() {
         vec![10, 100, 1000]
     } else {
-        sizes
+        numbers.clone()
     };
     let result = match which {
         "store" => store::run(),
@@ -32,13 +32,7 @@ fn main() -> ExitCode {
         "revive" => residency::revive_latency(),
         "resume" => residency::resume_workload(),
         "churn" => residency::churn(),
-        "pingpong" => residency::ping_pong(
-            sizes
-                .first()
-                .copied()
-                .filter(|n| *n != 10)
-                .unwrap_or(10_000),
-        ),
+        "pingpong" => residency::ping_pong(numbers.first().copied().unwrap_or(10_000)),
         "approvals" => approvals::run(),
         "all" => store::run()
             .and_then(|()| rollout::run())
