@@ -105,22 +105,21 @@ fn approvals_of(thread: &ThreadRecord, read: &RolloutRead) -> Vec<ApprovalRecord
     found
 }
 
-/// Closes seen anywhere, by target id, with their time.
-fn closes(scan: &Scan) -> HashMap<ThreadId, Timestamp> {
-    let mut closed = HashMap::new();
-    for (_, replay) in &scan.threads {
-        for close in &replay.closed {
-            closed.insert(close.target_id, Timestamp::now());
-        }
-    }
-    for entries in scan.journals.values() {
-        for entry in entries {
-            if let JournalEntry::Close { target_id, at } = entry {
-                closed.insert(*target_id, *at);
-            }
-        }
-    }
-    closed
+/// The agents closed by another agent (rollouts) or by the user (journals).
+fn closes(scan: &Scan) -> HashSet<ThreadId> {
+    let by_agents = scan
+        .threads
+        .iter()
+        .flat_map(|(_, replay)| replay.closed.iter().map(|close| close.target_id));
+    let by_users = scan
+        .journals
+        .values()
+        .flatten()
+        .filter_map(|entry| match entry {
+            JournalEntry::Close { target_id, .. } => Some(*target_id),
+            _ => None,
+        });
+    by_agents.chain(by_users).collect()
 }
 
 /// Mail sent and never consumed, with its session and recipient id, in send order.
@@ -200,14 +199,14 @@ pub fn rebuild(home: &Path) -> Result<u8, CliError> {
     let closed = closes(&scan);
     for (record, _) in &scan.threads {
         let mut record = record.clone();
-        if closed.contains_key(&record.id) {
+        if closed.contains(&record.id) {
             record.status = AgentStatus::Closed;
         }
         store.upsert_thread(record).wait()?;
     }
     for (record, _) in &scan.threads {
         if let Some(parent) = record.parent_id {
-            let status = if closed.contains_key(&record.id) {
+            let status = if closed.contains(&record.id) {
                 EdgeStatus::Closed
             } else {
                 EdgeStatus::Open
@@ -256,7 +255,7 @@ pub fn check(home: &Path) -> Result<u8, CliError> {
             ));
         }
         let driven = Lease::holder(home, record.session_id).is_some();
-        let expected = if closed.contains_key(&record.id) {
+        let expected = if closed.contains(&record.id) {
             AgentStatus::Closed
         } else {
             record.status.clone()
@@ -269,7 +268,7 @@ pub fn check(home: &Path) -> Result<u8, CliError> {
         }
         if let Some(parent) = record.parent_id {
             let edge = store.edge(record.id)?;
-            let want = if closed.contains_key(&record.id) {
+            let want = if closed.contains(&record.id) {
                 EdgeStatus::Closed
             } else {
                 EdgeStatus::Open
