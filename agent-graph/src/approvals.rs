@@ -175,23 +175,7 @@ impl Store {
         }
         let id = id.to_string();
         self.submit("decide approval", move |conn| {
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE approvals SET outcome = ?2, decided_by = ?3, risk_level = ?4,
-                         rationale = ?5, tokens = ?6, decided_at = ?7
-                     WHERE id = ?1",
-                )?
-                .execute(params![
-                    id,
-                    decision.outcome.as_str(),
-                    decision.decided_by.as_str(),
-                    decision.risk_level,
-                    decision.rationale,
-                    decision
-                        .tokens
-                        .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
-                    Timestamp::now().as_millis(),
-                ])?;
+            let changed = write_decision(conn, &id, &decision, Replace::Any)?;
             if changed == 0 {
                 return Err(StoreError::UnknownApproval(id).into());
             }
@@ -279,14 +263,50 @@ pub(crate) fn insert_approval(
     Ok(())
 }
 
+/// Which earlier outcome a decision may replace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Replace {
+    /// Any (a user overriding a decision).
+    Any,
+    /// Only `pending`: the first decision wins.
+    Pending,
+}
+
+/// Writes a decision on request `id`; returns the rows changed (0: unknown id, or already
+/// decided under [`Replace::Pending`]).
+pub(crate) fn write_decision(
+    conn: &Connection,
+    id: &str,
+    decision: &ApprovalDecision,
+    replace: Replace,
+) -> OpResult<usize> {
+    let sql = match replace {
+        Replace::Any => {
+            "UPDATE approvals SET outcome = ?2, decided_by = ?3, risk_level = ?4, rationale = ?5,
+                 tokens = ?6, decided_at = ?7
+             WHERE id = ?1"
+        }
+        Replace::Pending => {
+            "UPDATE approvals SET outcome = ?2, decided_by = ?3, risk_level = ?4, rationale = ?5,
+                 tokens = ?6, decided_at = ?7
+             WHERE id = ?1 AND outcome = 'pending'"
+        }
+    };
+    Ok(conn.prepare_cached(sql)?.execute(params![
+        id,
+        decision.outcome.as_str(),
+        decision.decided_by.as_str(),
+        decision.risk_level,
+        decision.rationale,
+        decision
+            .tokens
+            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
+        Timestamp::now().as_millis(),
+    ])?)
+}
+
 fn query(conn: &Connection, sql: &str, key: &str) -> OpResult<Vec<ApprovalRecord>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([key])?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        out.push(from_row(row)?);
-    }
-    Ok(out)
+    crate::store::collect(conn, sql, [key], from_row)
 }
 
 fn from_row(row: &Row<'_>) -> OpResult<ApprovalRecord> {

@@ -49,8 +49,10 @@ impl Store {
 
     /// Marks a mail consumed. Idempotent: resolves to true only for the call that marked it;
     /// an unknown id is not an error.
+    /// The mark is a projection of the recipient's `mail_consumed` rollout line (revival
+    /// deduplicates against the rollout), so it may wait to share the next commit.
     pub fn mark_mail_consumed(&self, mail_id: MailId) -> Ticket<bool> {
-        self.submit("mark mail consumed", move |conn| {
+        self.submit_lazy("mark mail consumed", move |conn| {
             let changed = conn
                 .prepare_cached(
                     "UPDATE mail SET consumed_at = ?2 WHERE id = ?1 AND consumed_at IS NULL",
@@ -164,13 +166,7 @@ fn insert_mail(
 }
 
 fn query(conn: &Connection, sql: &str, key: &str) -> OpResult<Vec<QueuedMail>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query([key])?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        out.push(from_row(row)?);
-    }
-    Ok(out)
+    crate::store::collect(conn, sql, [key], from_row)
 }
 
 fn from_row(row: &Row<'_>) -> OpResult<QueuedMail> {

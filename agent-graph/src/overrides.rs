@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::approvals::{
     ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, action_text, insert_approval,
 };
+use crate::approvals::{Replace, write_decision};
 use crate::error::{Fail, OpResult};
 use crate::threads::write_thread_status;
 use crate::walk::parse_id;
@@ -284,23 +285,7 @@ fn unused_override(
 }
 
 fn set_decision(conn: &Connection, id: &str, decision: &ApprovalDecision) -> OpResult<usize> {
-    Ok(conn
-        .prepare_cached(
-            "UPDATE approvals SET outcome = ?2, decided_by = ?3, risk_level = ?4, rationale = ?5,
-                 tokens = ?6, decided_at = ?7
-             WHERE id = ?1 AND outcome = 'pending'",
-        )?
-        .execute(params![
-            id,
-            decision.outcome.as_str(),
-            decision.decided_by.as_str(),
-            decision.risk_level,
-            decision.rationale,
-            decision
-                .tokens
-                .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
-            Timestamp::now().as_millis(),
-        ])?)
+    write_decision(conn, id, decision, Replace::Pending)
 }
 
 fn insert_override(conn: &Connection, id: &str, session: &str, key: &OverrideKey) -> OpResult<()> {

@@ -119,6 +119,19 @@ impl Store {
         Ticket::new(rx, Arc::clone(&self.inner.path))
     }
 
+    /// Queues a write that may wait (up to the writer's lazy window) to share the next commit:
+    /// for projections such as statuses, which rollouts can always correct.
+    pub(crate) fn submit_lazy<T, F>(&self, op_name: &'static str, op: F) -> Ticket<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        let job = Box::new(Write::new(op_name, op, reply));
+        let _ = self.inner.jobs.send(Msg::Lazy(job));
+        Ticket::new(rx, Arc::clone(&self.inner.path))
+    }
+
     /// Runs `op` on a read-only connection inside one read transaction, so it sees a single
     /// committed snapshot.
     pub(crate) fn read<T>(
@@ -174,6 +187,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs a query and maps every row with `map`, in the order SQLite returns them.
+pub(crate) fn collect<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    mut map: impl FnMut(&rusqlite::Row<'_>) -> OpResult<T>,
+) -> OpResult<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(map(row)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

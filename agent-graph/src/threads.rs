@@ -99,9 +99,11 @@ impl Store {
     }
 
     /// Records a thread's status (and its last message or reason); fails for an unknown id.
+    /// A status is a projection of the rollout: the write may wait up to a few milliseconds to
+    /// share the next commit instead of paying a sync of its own.
     pub fn set_thread_status(&self, id: ThreadId, status: &AgentStatus) -> Ticket<()> {
         let status = status.clone();
-        self.submit("set thread status", move |conn| {
+        self.submit_lazy("set thread status", move |conn| {
             write_thread_status(conn, id, &status)
         })
     }

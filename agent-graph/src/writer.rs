@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, TryRecvError};
 use rusqlite::Connection;
@@ -14,6 +15,9 @@ use tokio::sync::oneshot;
 
 use crate::StoreError;
 use crate::error::OpResult;
+
+/// The longest a lazy write waits for company before it commits on its own.
+pub(crate) const LAZY_WINDOW: Duration = Duration::from_millis(20);
 
 /// Most jobs one group transaction takes, so a flood of writers still sees steady commits.
 const MAX_GROUP: usize = 4096;
@@ -75,6 +79,9 @@ impl<T> Future for Ticket<T> {
 /// What the writer thread receives.
 pub(crate) enum Msg {
     Job(Box<dyn Job>),
+    /// A write nobody waits on promptly (a status projection): it rides along with the next
+    /// job, or commits on its own after [`LAZY_WINDOW`].
+    Lazy(Box<dyn Job>),
     /// Finish the jobs queued before this message, then stop.
     Stop,
 }
@@ -145,19 +152,44 @@ where
 pub(crate) fn run(conn: Connection, path: Arc<Path>, jobs: Receiver<Msg>, commits: Arc<AtomicU64>) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     loop {
-        match jobs.recv() {
-            Ok(Msg::Job(job)) => group.push(job),
+        let mut urgent = match jobs.recv() {
+            Ok(Msg::Job(job)) => {
+                group.push(job);
+                true
+            }
+            Ok(Msg::Lazy(job)) => {
+                group.push(job);
+                false
+            }
             Ok(Msg::Stop) | Err(_) => break,
-        }
+        };
+        let deadline = Instant::now() + LAZY_WINDOW;
         let mut stop = false;
-        while group.len() < MAX_GROUP {
-            match jobs.try_recv() {
-                Ok(Msg::Job(job)) => group.push(job),
-                Ok(Msg::Stop) => {
+        loop {
+            let next = if urgent || group.len() >= MAX_GROUP {
+                match jobs.try_recv() {
+                    Ok(msg) => msg,
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            } else {
+                match jobs.recv_deadline(deadline) {
+                    Ok(msg) => msg,
+                    Err(_) => break,
+                }
+            };
+            match next {
+                Msg::Job(job) => {
+                    group.push(job);
+                    urgent = true;
+                }
+                Msg::Lazy(job) => group.push(job),
+                Msg::Stop => {
                     stop = true;
                     break;
                 }
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+            if group.len() >= MAX_GROUP {
+                break;
             }
         }
         run_group(&conn, &path, &mut group, &commits);

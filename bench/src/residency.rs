@@ -209,7 +209,10 @@ pub fn ping_pong(messages: usize) -> Result<(), String> {
     let dir = bench_dir()?;
     let model = ScriptedModel::from_json(&script.to_string()).map_err(err)?;
     model.set_recording(false);
-    let config = RunConfig::new(dir.path().join("home"), dir.path().to_path_buf());
+    let mut config = RunConfig::new(dir.path().join("home"), dir.path().to_path_buf());
+    // One child turn at a time: a ball sent while its receiver's turn is still running joins
+    // that turn (behaviour §4) instead of starting the next one, and the rally would stop.
+    config.max_running = 1;
     runtime()?.block_on(async {
         let orch = Orchestrator::new(config, Arc::new(model))
             .await
@@ -221,9 +224,26 @@ pub fn ping_pong(messages: usize) -> Result<(), String> {
         let status = orch.root_status();
         let totals = orch.rollout_totals();
         let commits = orch.store().commits();
+        let players: Vec<String> = orch
+            .agents()
+            .iter()
+            .filter(|a| !a.path.is_root())
+            .map(|a| format!("{} {}", a.path, a.status))
+            .collect();
         orch.shutdown("done").await;
         if status != AgentStatus::Completed(Some("rally over".into())) {
-            return Err(format!("ping-pong ended as {status}"));
+            return Err(format!(
+                "ping-pong ended as {status}; {}",
+                players.join("; ")
+            ));
+        }
+        let ping_done = AgentStatus::Completed(Some("done".into()));
+        if !orch
+            .agents()
+            .iter()
+            .any(|a| a.path.as_str() == "/root/ping" && a.status == ping_done)
+        {
+            return Err(format!("the rally stopped early: {}", players.join("; ")));
         }
         report(
             json!({"bench": "ping_pong", "messages": messages, "wall_s": wall,

@@ -33,6 +33,53 @@ pub fn mode_of(run: &RunOptions) -> Mode {
     if run.json { Mode::Json } else { Mode::Human }
 }
 
+/// The console side of a run: approval prompts at the terminal and the event printer.
+pub struct Console {
+    stop_printer: tokio::sync::oneshot::Sender<()>,
+    printer: tokio::task::JoinHandle<()>,
+}
+
+impl Console {
+    /// Starts the approval prompter (when a terminal answers) and the event printer.
+    pub fn attach(orch: &Orchestrator, mode: Mode) -> Self {
+        let prompting = start_prompter(orch);
+        let (stop_printer, printer) = spawn_printer(
+            mode,
+            orch.subscribe(),
+            sandbox_notices(orch),
+            prompting && mode == Mode::Human,
+        );
+        Self {
+            stop_printer,
+            printer,
+        }
+    }
+
+    /// Waits for `work` or the first Ctrl-C / SIGTERM (which interrupts every running turn and
+    /// waits for them to persist), then reports the end, shuts the session down and prints
+    /// every event left. True when interrupted.
+    pub async fn run_until(self, orch: &Orchestrator, work: impl Future<Output = ()>) -> bool {
+        let interrupted = tokio::select! {
+            () = work => false,
+            () = interrupt_signal() => true,
+        };
+        if interrupted {
+            orch.interrupt_all("user_interrupt");
+            orch.wait_quiescent().await;
+        }
+        orch.complete();
+        self.close(orch).await;
+        interrupted
+    }
+
+    /// Shuts the session down and prints every event left.
+    pub async fn close(self, orch: &Orchestrator) {
+        orch.shutdown("shutdown").await;
+        let _ = self.stop_printer.send(());
+        let _ = self.printer.await;
+    }
+}
+
 /// Gives the root `prompt`, runs the tree until it is quiescent (or Ctrl-C), shuts down and
 /// prints the root's answer. Returns the exit code.
 pub async fn run_root(
@@ -41,26 +88,9 @@ pub async fn run_root(
     mode: Mode,
     no_wait_children: bool,
 ) -> Result<u8, CliError> {
-    let prompting = start_prompter(orch);
-    let (stop_printer, printer) = spawn_printer(
-        mode,
-        orch.subscribe(),
-        sandbox_notices(orch),
-        prompting && mode == Mode::Human,
-    );
+    let console = Console::attach(orch, mode);
     orch.start(prompt).await?;
-    let interrupted = tokio::select! {
-        () = drive(orch, no_wait_children) => false,
-        () = interrupt_signal() => true,
-    };
-    if interrupted {
-        orch.interrupt_all("user_interrupt");
-        orch.wait_quiescent().await;
-    }
-    orch.complete();
-    orch.shutdown("shutdown").await;
-    let _ = stop_printer.send(());
-    let _ = printer.await;
+    let interrupted = console.run_until(orch, drive(orch, no_wait_children)).await;
     report_budget(orch);
     if interrupted {
         eprintln!(
@@ -210,6 +240,9 @@ pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelC
             };
             let model =
                 ScriptedModel::load(path).map_err(|err| CliError::usage(err.to_string()))?;
+            // Nothing reads the recorded requests here; keeping them costs memory that grows
+            // with the square of a long run's history.
+            model.set_recording(false);
             return Ok(Arc::new(model));
         }
         Provider::Openai => ProviderKind::OpenAi,

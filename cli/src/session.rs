@@ -13,8 +13,8 @@ use arbor_protocol::{AgentStatus, MailKind};
 use crate::args::{FollowupArgs, ResumeArgs, SendArgs, TargetArgs};
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::exec::{
-    build_model, interrupt_signal, mode_of, read_prompt, run_config, run_root, sandbox_notices,
-    start_prompter, terminal_attached, workspace_of,
+    Console, build_model, mode_of, read_prompt, run_config, run_root, terminal_attached,
+    workspace_of,
 };
 
 /// Whether a terminal can answer approvals in `arbor resume`: its prompt (the last word, when
@@ -22,7 +22,6 @@ use crate::exec::{
 fn terminal_for_resume(words: &[String]) -> bool {
     terminal_attached(words.last().map_or("", String::as_str))
 }
-use crate::output::spawn_printer;
 
 /// The model of a session resumed only to show it: it is never asked anything.
 #[derive(Debug)]
@@ -151,37 +150,18 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         eprintln!("notice: {notice}");
     }
     let mode = mode_of(&args.run);
-    let prompting = start_prompter(&orch);
-    let (stop_printer, printer) = spawn_printer(
-        mode,
-        orch.subscribe(),
-        sandbox_notices(&orch),
-        prompting && mode == crate::output::Mode::Human,
-    );
+    let console = Console::attach(&orch, mode);
     let sent = orch
         .send_from_user(&args.target, MailKind::Followup, &args.message)
         .await;
     let mail = match sent {
         Ok(mail) => mail,
         Err(message) => {
-            orch.shutdown("shutdown").await;
-            let _ = stop_printer.send(());
-            let _ = printer.await;
+            console.close(&orch).await;
             return Err(CliError::usage(message));
         }
     };
-    let interrupted = tokio::select! {
-        () = orch.wait_quiescent() => false,
-        () = interrupt_signal() => true,
-    };
-    if interrupted {
-        orch.interrupt_all("user_interrupt");
-        orch.wait_quiescent().await;
-    }
-    orch.complete();
-    orch.shutdown("shutdown").await;
-    let _ = stop_printer.send(());
-    let _ = printer.await;
+    let interrupted = console.run_until(&orch, orch.wait_quiescent()).await;
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }

@@ -28,8 +28,9 @@ pub struct ModelRequest {
     pub instructions: String,
     /// The agent's history, oldest first, ending with the newest input.
     pub input: Vec<ResponseItem>,
-    /// Every tool the agent is offered, in a stable order.
-    pub tools: Vec<ToolSpec>,
+    /// Every tool the agent is offered, in a stable order (shared: it is the same list for
+    /// every request of an agent).
+    pub tools: std::sync::Arc<Vec<ToolSpec>>,
     pub parallel_tool_calls: bool,
 }
 

@@ -11,7 +11,7 @@ use arbor_rollout::{JournalEntry, append_journal, journal_path, tail_status};
 
 use crate::OrchestratorError;
 use crate::lease::Lease;
-use crate::mail::EMPTY_MESSAGE;
+use crate::mail;
 use crate::resume::find_root;
 
 /// Why an action from outside the tree was refused.
@@ -102,15 +102,9 @@ pub fn send_external(
     kind: MailKind,
     content: &str,
 ) -> Result<(Mail, ThreadRecord), ExternalError> {
-    if content.trim().is_empty() {
-        return Err(ExternalError::Refused(EMPTY_MESSAGE.to_string()));
-    }
+    mail::check_content(content).map_err(ExternalError::Refused)?;
     let target = resolve(home, session, target)?;
-    if kind == MailKind::Followup && target.thread.path.is_root() {
-        return Err(ExternalError::Refused(
-            "Follow-up tasks can't target the root agent".to_string(),
-        ));
-    }
+    mail::check_recipient(kind, &target.thread.path).map_err(ExternalError::Refused)?;
     let mail = Mail::new(
         AgentPath::root(),
         target.thread.path.clone(),

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_protocol::{Event, Mail};
 use arbor_rollout::{JournalEntry, journal_len, journal_path, read_journal};
 
 use crate::agent::Agent;
@@ -82,7 +81,7 @@ async fn apply(inner: &Arc<Inner>, entry: JournalEntry) {
             if agent.state().mailbox.contains(mail.id) || !inner.first_delivery(mail.id) {
                 return;
             }
-            announce(inner, &mail);
+            crate::mail::announce(inner, &mail);
             crate::mail::push(inner, &agent, mail);
         }
         JournalEntry::Close { target_id, .. } => {
@@ -99,14 +98,4 @@ async fn apply(inner: &Arc<Inner>, entry: JournalEntry) {
             }
         }
     }
-}
-
-fn announce(inner: &Inner, mail: &Mail) {
-    inner.events.emit(Event::MailSent {
-        id: mail.id,
-        kind: mail.kind,
-        author: mail.author.clone(),
-        recipient: mail.recipient.clone(),
-        trigger_turn: mail.trigger_turn,
-    });
 }

@@ -298,44 +298,8 @@ impl Orchestrator {
     ) -> Result<arbor_protocol::Mail, String> {
         self.announce();
         let root = self.root.get().ok_or("the session has no root yet")?;
-        let agent = tools::resolve_target(&self.inner, root, target)?;
-        if content.trim().is_empty() {
-            return Err(mail::EMPTY_MESSAGE.to_string());
-        }
-        if kind == arbor_protocol::MailKind::Followup && agent.path().is_root() {
-            return Err("Follow-up tasks can't target the root agent".to_string());
-        }
-        let mail = arbor_protocol::Mail::new(
-            AgentPath::root(),
-            agent.path().clone(),
-            kind,
-            content.to_string(),
-        );
-        // Reserved before it is journaled, so the journal watcher leaves it to us.
-        self.inner.first_delivery(mail.id);
-        let entry = arbor_rollout::JournalEntry::Mail {
-            recipient_id: agent.id(),
-            mail: mail.clone(),
-        };
-        let path = arbor_rollout::journal_path(&root.identity.rollout_path, self.inner.session_id);
-        tokio::task::spawn_blocking(move || arbor_rollout::append_journal(&path, &entry))
-            .await
-            .map_err(|err| err.to_string())?
-            .map_err(|err| err.to_string())?;
-        self.inner
-            .store
-            .enqueue_mail(self.inner.session_id, agent.id(), &mail)
-            .await
-            .map_err(|err| err.to_string())?;
-        self.inner.events.emit(Event::MailSent {
-            id: mail.id,
-            kind: mail.kind,
-            author: mail.author.clone(),
-            recipient: mail.recipient.clone(),
-            trigger_turn: mail.trigger_turn,
-        });
-        mail::push(&self.inner, &agent, mail.clone());
-        Ok(mail)
+        let recipient = tools::resolve_target(&self.inner, root, target)?;
+        mail::send_from_user(&self.inner, root, &recipient, kind, content).await
     }
 
     /// Tokens the tree used in this run, and the agents a spent budget kept from a new turn.

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use arbor_mailbox::Arrival;
 use arbor_protocol::text::truncate_middle;
-use arbor_protocol::{Event, Mail, MailKind, RolloutItem};
+use arbor_protocol::{AgentPath, Event, Mail, MailKind, RolloutItem};
+use arbor_rollout::{JournalEntry, append_journal, journal_path};
 
 use crate::agent::Agent;
 use crate::config::MAIL_MAX_BYTES;
@@ -13,6 +14,8 @@ use crate::runtime::Inner;
 
 /// The text a model sees for an empty message.
 pub const EMPTY_MESSAGE: &str = "Empty message can't be sent to an agent";
+/// The text a model sees for a follow-up to the root.
+pub const FOLLOWUP_TO_ROOT: &str = "Follow-up tasks can't target the root agent";
 
 /// Sends one mail from `author` to `recipient`. Returns once the mail is in the author's
 /// rollout and committed (and synced) in the store; only then is anyone told.
@@ -37,13 +40,7 @@ pub async fn send(
         .enqueue_mail(inner.session_id, recipient.id(), &mail)
         .await
         .map_err(|err| format!("mail not sent: {err}"))?;
-    inner.events.emit(Event::MailSent {
-        id: mail.id,
-        kind: mail.kind,
-        author: mail.author.clone(),
-        recipient: mail.recipient.clone(),
-        trigger_turn: mail.trigger_turn,
-    });
+    announce(inner, &mail);
     deliver(inner, recipient, mail.clone());
     Ok(mail)
 }
@@ -71,7 +68,67 @@ pub fn push(inner: &Arc<Inner>, recipient: &Arc<Agent>, mail: Mail) {
     }
 }
 
-/// Whether content is empty after trimming.
-pub fn is_empty_message(content: &str) -> bool {
-    content.trim().is_empty()
+/// Refuses empty content (after trimming), with the contract's text.
+pub fn check_content(content: &str) -> Result<(), String> {
+    if content.trim().is_empty() {
+        return Err(EMPTY_MESSAGE.to_string());
+    }
+    Ok(())
+}
+
+/// Refuses a follow-up to the root, with the contract's text.
+pub fn check_recipient(kind: MailKind, recipient: &AgentPath) -> Result<(), String> {
+    if kind == MailKind::Followup && recipient.is_root() {
+        return Err(FOLLOWUP_TO_ROOT.to_string());
+    }
+    Ok(())
+}
+
+/// Reports a mail that has just been committed (`mail.sent`).
+pub fn announce(inner: &Inner, mail: &Mail) {
+    inner.events.emit(Event::MailSent {
+        id: mail.id,
+        kind: mail.kind,
+        author: mail.author.clone(),
+        recipient: mail.recipient.clone(),
+        trigger_turn: mail.trigger_turn,
+    });
+}
+
+/// Mail from the user (author `/root`, from outside the tree) to `recipient`: the session
+/// journal, then the store (committed), then the mailbox; a follow-up wakes (and revives) it.
+pub async fn send_from_user(
+    inner: &Arc<Inner>,
+    root: &Agent,
+    recipient: &Arc<Agent>,
+    kind: MailKind,
+    content: &str,
+) -> Result<Mail, String> {
+    check_content(content)?;
+    check_recipient(kind, recipient.path())?;
+    let mail = Mail::new(
+        AgentPath::root(),
+        recipient.path().clone(),
+        kind,
+        content.to_string(),
+    );
+    // Reserved before it is journaled, so the journal watcher leaves it to this process.
+    inner.first_delivery(mail.id);
+    let entry = JournalEntry::Mail {
+        recipient_id: recipient.id(),
+        mail: mail.clone(),
+    };
+    let path = journal_path(&root.identity.rollout_path, inner.session_id);
+    tokio::task::spawn_blocking(move || append_journal(&path, &entry))
+        .await
+        .map_err(|err| err.to_string())?
+        .map_err(|err| err.to_string())?;
+    inner
+        .store
+        .enqueue_mail(inner.session_id, recipient.id(), &mail)
+        .await
+        .map_err(|err| err.to_string())?;
+    announce(inner, &mail);
+    push(inner, recipient, mail.clone());
+    Ok(mail)
 }

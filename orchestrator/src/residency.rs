@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use arbor_protocol::{AbortKind, AgentStatus, Event, ResponseItem, RolloutItem, TurnAborted};
-use arbor_rollout::{PROCESS_EXIT, Replay, RolloutWriter, read_rollout};
+use arbor_protocol::{AbortKind, AgentStatus, Event, RolloutItem, TurnAborted};
+use arbor_rollout::{PROCESS_EXIT, Replay, RolloutWriter, cut_call_outputs, read_rollout};
 
 use crate::agent::{Agent, TurnSpan, sync_writer};
 use crate::runtime::Inner;
@@ -73,21 +73,10 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
     }
     // A turn the previous process died in is closed out now, so history stays well formed.
     if let Some(turn) = replay.in_flight() {
-        let mut lines: Vec<RolloutItem> = replay
-            .dangling_calls
-            .iter()
-            .map(|call_id| {
-                RolloutItem::ResponseItem(ResponseItem::FunctionCallOutput {
-                    call_id: call_id.clone(),
-                    output: "the turn ended before this call finished".to_string(),
-                })
-            })
-            .collect();
-        for line in &lines {
-            if let RolloutItem::ResponseItem(item) = line {
-                replay.history.push(item.clone());
-            }
-        }
+        let outputs = cut_call_outputs(&replay.dangling_calls);
+        replay.history.extend(outputs.iter().cloned());
+        let mut lines: Vec<RolloutItem> =
+            outputs.into_iter().map(RolloutItem::ResponseItem).collect();
         lines.push(RolloutItem::TurnAborted(TurnAborted {
             turn,
             kind: AbortKind::Interrupted,

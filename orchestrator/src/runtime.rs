@@ -46,6 +46,8 @@ pub struct Inner {
     delivered: Mutex<std::collections::HashSet<arbor_protocol::MailId>>,
     /// Tokens used by the tree in this run, and the agents a spent budget kept from starting.
     usage: Mutex<(arbor_protocol::Usage, Vec<arbor_protocol::AgentPath>)>,
+    /// Tool specs by tool list: built once, shared by every request.
+    tool_specs: Mutex<HashMap<Vec<String>, Arc<Vec<arbor_protocol::ToolSpec>>>>,
     /// Resident children, least recently used last.
     resident: Mutex<lru::LruCache<ThreadId, ()>>,
     /// False once the session drains: no new turn starts.
@@ -98,6 +100,7 @@ impl Inner {
             stop_reason: Mutex::new(None),
             accepting: std::sync::atomic::AtomicBool::new(true),
             resident: Mutex::new(lru::LruCache::unbounded()),
+            tool_specs: Mutex::new(HashMap::new()),
             delivered: Mutex::new(std::collections::HashSet::new()),
             usage: Mutex::new((arbor_protocol::Usage::default(), Vec::new())),
         }
@@ -334,6 +337,24 @@ impl Inner {
         if !usage.1.contains(agent.path()) {
             usage.1.push(agent.path().clone());
         }
+    }
+
+    /// The specs for a tool list, built by `build` the first time the list is seen.
+    pub fn tool_specs(
+        &self,
+        tools: &[String],
+        build: impl FnOnce() -> Vec<arbor_protocol::ToolSpec>,
+    ) -> Arc<Vec<arbor_protocol::ToolSpec>> {
+        let mut cache = self
+            .tool_specs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(specs) = cache.get(tools) {
+            return Arc::clone(specs);
+        }
+        let specs = Arc::new(build());
+        cache.insert(tools.to_vec(), Arc::clone(&specs));
+        specs
     }
 
     /// Records that a mail reached a mailbox in this process; false when it already had.

@@ -1,7 +1,6 @@
 //! The agent task and the turn loop: take input, ask the model, run the tool calls, repeat
 //! until a final answer; then report the result to the parent and wake whoever is due.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use arbor_mailbox::wake_once_due;
@@ -10,6 +9,7 @@ use arbor_protocol::{
     AbortKind, AgentStatus, Event, MailConsumed, MailKind, ResponseItem, RolloutItem, TurnAborted,
     TurnCompleted, TurnStarted,
 };
+use arbor_rollout::{cut_call_outputs, unanswered_calls};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -415,26 +415,9 @@ pub fn maybe_wake_once(inner: &Arc<Inner>, agent: &Arc<Agent>) {
 fn dangling_call_outputs(agent: &Agent) -> Vec<RolloutItem> {
     let state = agent.state();
     let start = state.turns.last().map_or(0, |span| span.start);
-    let answered: HashSet<&str> = state.history[start..]
-        .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCallOutput { call_id, .. } => Some(call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    state.history[start..]
-        .iter()
-        .filter_map(|item| match item {
-            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
-                Some(RolloutItem::ResponseItem(
-                    ResponseItem::FunctionCallOutput {
-                        call_id: call_id.clone(),
-                        output: "the turn ended before this call finished".to_string(),
-                    },
-                ))
-            }
-            _ => None,
-        })
+    cut_call_outputs(&unanswered_calls(&state.history[start..]))
+        .into_iter()
+        .map(RolloutItem::ResponseItem)
         .collect()
 }
 

@@ -21,6 +21,8 @@ pub use layout::{
     SESSIONS_DIR, find_rollout, list_rollouts, rollout_file_name, rollout_path, sessions_dir,
 };
 pub use reader::{Entry, RolloutRead, RolloutReader, read_rollout};
-pub use replay::{PROCESS_EXIT, Replay, ReplayedTurn};
+pub use replay::{
+    CUT_CALL_OUTPUT, PROCESS_EXIT, Replay, ReplayedTurn, cut_call_outputs, unanswered_calls,
+};
 pub use tail::tail_status;
 pub use writer::{Reopened, RolloutWriter, TailRepair, WriterStats};

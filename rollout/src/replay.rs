@@ -47,6 +47,40 @@ pub struct Replay {
     pub usage: Usage,
 }
 
+/// The output recorded for a call whose turn ended (interrupt, close, crash) before it did.
+pub const CUT_CALL_OUTPUT: &str = "the turn ended before this call finished";
+
+/// Call ids of the function calls in `items` that have no output among them, in order.
+pub fn unanswered_calls(items: &[ResponseItem]) -> Vec<String> {
+    let answered: HashSet<&str> = items
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::FunctionCallOutput { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    items
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::FunctionCall { call_id, .. } if !answered.contains(call_id.as_str()) => {
+                Some(call_id.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Outputs that close the given calls as cut short.
+pub fn cut_call_outputs(call_ids: &[String]) -> Vec<ResponseItem> {
+    call_ids
+        .iter()
+        .map(|call_id| ResponseItem::FunctionCallOutput {
+            call_id: call_id.clone(),
+            output: CUT_CALL_OUTPUT.to_string(),
+        })
+        .collect()
+}
+
 /// The reason given to a turn the process died in.
 pub const PROCESS_EXIT: &str = "process_exit";
 
@@ -119,24 +153,7 @@ impl Replay {
             Some(ReplayedTurn { end: None, .. }) => AgentStatus::Interrupted(PROCESS_EXIT.into()),
         };
         let start = self.turns.last().map_or(0, |turn| turn.start);
-        let answered: HashSet<&str> = self.history[start..]
-            .iter()
-            .filter_map(|item| match item {
-                ResponseItem::FunctionCallOutput { call_id, .. } => Some(call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        self.dangling_calls = self.history[start..]
-            .iter()
-            .filter_map(|item| match item {
-                ResponseItem::FunctionCall { call_id, .. }
-                    if !answered.contains(call_id.as_str()) =>
-                {
-                    Some(call_id.clone())
-                }
-                _ => None,
-            })
-            .collect();
+        self.dangling_calls = unanswered_calls(&self.history[start..]);
     }
 
     /// The number of the turn in flight when the file ends, if any.

@@ -50,11 +50,11 @@ fn request(input: Vec<ResponseItem>) -> ModelRequest {
         reasoning_effort: None,
         instructions: "you are a test".to_string(),
         input,
-        tools: vec![ToolSpec {
+        tools: std::sync::Arc::new(vec![ToolSpec {
             name: "list_agents".to_string(),
             description: "List the agents.".to_string(),
             parameters: json!({"type": "object", "properties": {}}),
-        }],
+        }]),
         parallel_tool_calls: true,
     }
 }

@@ -18,7 +18,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>) -> ModelRequest {
         reasoning_effort: None,
         instructions: "be brief".to_string(),
         input,
-        tools,
+        tools: tools.into(),
         parallel_tool_calls: false,
     }
 }

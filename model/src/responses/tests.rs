@@ -18,7 +18,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>)
         reasoning_effort: effort.map(str::to_string),
         instructions: "be brief".to_string(),
         input,
-        tools,
+        tools: tools.into(),
         parallel_tool_calls: true,
     }
 }

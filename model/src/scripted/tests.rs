@@ -25,7 +25,7 @@ fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
         reasoning_effort: None,
         instructions: String::new(),
         input,
-        tools: Vec::new(),
+        tools: Default::default(),
         parallel_tool_calls: true,
     }
 }
@@ -368,7 +368,7 @@ async fn usage_is_estimated_from_characters() {
     ]}));
     let mut req = request("/root", "default", vec![user("abcdefgh")]);
     req.instructions = "1234".to_string();
-    req.tools.push(ToolSpec {
+    std::sync::Arc::make_mut(&mut req.tools).push(ToolSpec {
         name: "f".to_string(),
         description: "abc".to_string(),
         parameters: json!({}),

@@ -41,7 +41,7 @@ fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
         reasoning_effort: None,
         instructions: String::new(),
         input,
-        tools: Vec::new(),
+        tools: Default::default(),
         parallel_tool_calls: true,
     }
 }

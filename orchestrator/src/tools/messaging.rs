@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
-use crate::mail::{self, EMPTY_MESSAGE};
+use crate::mail;
 use crate::runtime::Inner;
 
 #[derive(Debug, Deserialize)]
@@ -19,9 +19,7 @@ struct MessageArgs {
 
 pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MessageArgs = parse_args("send_message", arguments)?;
-    if mail::is_empty_message(&args.message) {
-        return Err(EMPTY_MESSAGE.to_string());
-    }
+    mail::check_content(&args.message)?;
     let target = resolve_target(inner, caller, &args.target)?;
     mail::send(inner, caller, &target, MailKind::Message, &args.message).await?;
     Ok(String::new())
@@ -29,13 +27,9 @@ pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &s
 
 pub async fn followup_task(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MessageArgs = parse_args("followup_task", arguments)?;
-    if mail::is_empty_message(&args.message) {
-        return Err(EMPTY_MESSAGE.to_string());
-    }
+    mail::check_content(&args.message)?;
     let target = resolve_target(inner, caller, &args.target)?;
-    if target.path().is_root() {
-        return Err("Follow-up tasks can't target the root agent".to_string());
-    }
+    mail::check_recipient(MailKind::Followup, target.path())?;
     mail::send(inner, caller, &target, MailKind::Followup, &args.message).await?;
     Ok(String::new())
 }

@@ -109,26 +109,27 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T,
     serde_json::from_str(text).map_err(|err| format!("invalid arguments for {tool}: {err}"))
 }
 
-/// The tools an agent is offered, in its role's stable order.
-pub fn specs_for(inner: &Inner, agent: &Agent) -> Vec<ToolSpec> {
-    agent
-        .identity
-        .caps
-        .tools
-        .iter()
-        .filter_map(|name| spec_named(inner, name))
-        .collect()
-}
-
-fn spec_named(inner: &Inner, name: &str) -> Option<ToolSpec> {
-    match name {
-        "spawn_agent" => Some(specs::spawn_agent(&inner.roles.describe_for_spawn())),
-        "exec_command" => Some(arbor_tools::exec_tool_spec()),
-        "apply_patch" => Some(arbor_tools::apply_patch_tool_spec()),
-        other => specs::messaging_tools()
-            .into_iter()
-            .find(|spec| spec.name == other),
-    }
+/// The tools an agent is offered, in its role's stable order. Built once per distinct tool
+/// list and shared by every request of every agent that has it.
+pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
+    inner.tool_specs(&agent.identity.caps.tools, || {
+        let mut messaging = specs::messaging_tools();
+        agent
+            .identity
+            .caps
+            .tools
+            .iter()
+            .filter_map(|name| match name.as_str() {
+                "spawn_agent" => Some(specs::spawn_agent(&inner.roles.describe_for_spawn())),
+                "exec_command" => Some(arbor_tools::exec_tool_spec()),
+                "apply_patch" => Some(arbor_tools::apply_patch_tool_spec()),
+                other => messaging
+                    .iter()
+                    .position(|spec| spec.name == other)
+                    .map(|at| messaging.swap_remove(at)),
+            })
+            .collect()
+    })
 }
 
 /// Resolves a tool's `target` (a thread id or a path) to an open agent, as the caller names

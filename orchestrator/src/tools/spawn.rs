@@ -9,7 +9,7 @@ use serde_json::json;
 use super::{ToolResult, parse_args};
 use crate::agent::Agent;
 use crate::lifecycle::{NewAgent, create_agent};
-use crate::mail::{self, EMPTY_MESSAGE};
+use crate::mail;
 use crate::runtime::Inner;
 
 /// The reserved name of the internal guardian under the root.
@@ -84,9 +84,7 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         .roles
         .for_spawn(args.agent_type.as_deref())
         .map_err(|err| err.to_string())?;
-    if mail::is_empty_message(&args.message) {
-        return Err(EMPTY_MESSAGE.to_string());
-    }
+    mail::check_content(&args.message)?;
     let fork = Fork::parse(args.fork_turns.as_deref())?;
     let configured = inner.config.role_models.get(&role.name);
     let model = args
