@@ -91,7 +91,7 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
     if !request.instructions.is_empty() {
         messages.push(json!({"role": "system", "content": request.instructions}));
     }
-    for item in &request.input {
+    for item in request.input.iter() {
         match item {
             ResponseItem::Message { role, content } => {
                 let role = match role.as_str() {

@@ -26,8 +26,9 @@ pub struct ModelRequest {
     pub reasoning_effort: Option<String>,
     /// System/developer instructions (role instructions included).
     pub instructions: String,
-    /// The agent's history, oldest first, ending with the newest input.
-    pub input: Vec<ResponseItem>,
+    /// The agent's history, oldest first, ending with the newest input. Shared with the
+    /// agent's own copy: a request costs no copy of a long history.
+    pub input: std::sync::Arc<Vec<ResponseItem>>,
     /// Every tool the agent is offered, in a stable order (shared: it is the same list for
     /// every request of an agent).
     pub tools: std::sync::Arc<Vec<ToolSpec>>,

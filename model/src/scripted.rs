@@ -248,34 +248,30 @@ fn estimate_usage(request: &ModelRequest, output: &[ResponseItem]) -> Usage {
     let tools: usize = request
         .tools
         .iter()
-        .map(|tool| {
-            tool.name.chars().count()
-                + tool.description.chars().count()
-                + tool.parameters.to_string().chars().count()
-        })
+        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
         .sum();
-    let input = request.instructions.chars().count() + item_chars(&request.input) + tools;
+    let input = request.instructions.len() + item_bytes(&request.input) + tools;
     Usage {
         input_tokens: tokens(input),
         cached_input_tokens: 0,
-        output_tokens: tokens(item_chars(output)),
+        output_tokens: tokens(item_bytes(output)),
     }
 }
 
-fn item_chars(items: &[ResponseItem]) -> usize {
+fn item_bytes(items: &[ResponseItem]) -> usize {
     items
         .iter()
         .map(|item| match item {
-            ResponseItem::Message { content, .. } => content.chars().count(),
+            ResponseItem::Message { content, .. } => content.len(),
             ResponseItem::FunctionCall {
                 name, arguments, ..
-            } => name.chars().count() + arguments.chars().count(),
-            ResponseItem::FunctionCallOutput { output, .. } => output.chars().count(),
+            } => name.len() + arguments.len(),
+            ResponseItem::FunctionCallOutput { output, .. } => output.len(),
             ResponseItem::Reasoning {
                 summary,
                 encrypted_content,
             } => {
-                summary.iter().map(|s| s.chars().count()).sum::<usize>()
+                summary.iter().map(|s| s.len()).sum::<usize>()
                     + encrypted_content.as_ref().map_or(0, String::len)
             }
         })

@@ -33,6 +33,36 @@ pub struct Identity {
     pub internal: bool,
 }
 
+/// An agent's model history, shared with the requests made from it: appending copies it only
+/// while a request still holds the previous version.
+#[derive(Debug, Clone, Default)]
+pub struct History(Arc<Vec<ResponseItem>>);
+
+impl History {
+    /// Appends items.
+    pub fn extend(&mut self, items: impl IntoIterator<Item = ResponseItem>) {
+        Arc::make_mut(&mut self.0).extend(items);
+    }
+
+    /// The history as it is now, for a request.
+    pub fn snapshot(&self) -> Arc<Vec<ResponseItem>> {
+        Arc::clone(&self.0)
+    }
+}
+
+impl From<Vec<ResponseItem>> for History {
+    fn from(items: Vec<ResponseItem>) -> Self {
+        Self(Arc::new(items))
+    }
+}
+
+impl std::ops::Deref for History {
+    type Target = [ResponseItem];
+    fn deref(&self) -> &[ResponseItem] {
+        &self.0
+    }
+}
+
 /// The bounds of one past turn inside the history, for `fork_turns`.
 #[derive(Debug, Clone)]
 pub struct TurnSpan {
@@ -44,7 +74,7 @@ pub struct TurnSpan {
 #[derive(Debug)]
 pub struct AgentState {
     pub status: AgentStatus,
-    pub history: Vec<ResponseItem>,
+    pub history: History,
     pub turns: Vec<TurnSpan>,
     pub mailbox: Mailbox,
     /// Input for the next turn that is not mail (the user's prompt to the root).
@@ -101,7 +131,7 @@ impl Agent {
             token,
             state: Mutex::new(AgentState {
                 status,
-                history: Vec::new(),
+                history: History::default(),
                 turns: Vec::new(),
                 mailbox: Mailbox::new(),
                 pending_input: Vec::new(),

@@ -396,7 +396,7 @@ fn view(agent: &Agent) -> AgentView {
         sandbox: agent.identity.caps.sandbox.as_str().to_string(),
         status: state.status.clone(),
         unread: state.mailbox.unread(),
-        history: state.history.clone(),
+        history: state.history.to_vec(),
         closed: state.closed,
         resident: agent.is_resident(),
     }

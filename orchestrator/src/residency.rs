@@ -88,7 +88,7 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
     }
     let consumed_again = {
         let mut state = agent.state();
-        state.history = replay.history;
+        state.history = replay.history.into();
         state.turns = replay
             .turns
             .iter()
@@ -177,7 +177,7 @@ pub async fn evict(inner: &Arc<Inner>, agent: &Arc<Agent>) -> bool {
     };
     {
         let mut state = agent.state();
-        state.history = Vec::new();
+        state.history = Default::default();
         state.turns = Vec::new();
     }
     inner.forget_resident(agent);

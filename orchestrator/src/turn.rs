@@ -119,7 +119,11 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
         let request = build_request(inner, agent);
-        let response = match sampling::sample(inner, agent, &request).await {
+        let sampled = sampling::sample(inner, agent, &request).await;
+        // The request shares the history: let go of it before appending, so the append
+        // happens in place instead of copying the whole history.
+        drop(request);
+        let response = match sampled {
             Ok(response) => response,
             Err(failure) => {
                 let reason = failure.to_string();
@@ -284,7 +288,7 @@ fn build_request(inner: &Inner, agent: &Agent) -> ModelRequest {
         model: identity.model.clone(),
         reasoning_effort: identity.effort.clone(),
         instructions: identity.instructions.clone(),
-        input: agent.state().history.clone(),
+        input: agent.state().history.snapshot(),
         tools: tools::specs_for(inner, agent),
         parallel_tool_calls: true,
     }

@@ -49,7 +49,7 @@ fn request(input: Vec<ResponseItem>) -> ModelRequest {
         model: "mock-model".to_string(),
         reasoning_effort: None,
         instructions: "you are a test".to_string(),
-        input,
+        input: input.into(),
         tools: std::sync::Arc::new(vec![ToolSpec {
             name: "list_agents".to_string(),
             description: "List the agents.".to_string(),

@@ -17,7 +17,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>)
         model: "gpt-test".to_string(),
         reasoning_effort: effort.map(str::to_string),
         instructions: "be brief".to_string(),
-        input,
+        input: input.into(),
         tools: tools.into(),
         parallel_tool_calls: true,
     }

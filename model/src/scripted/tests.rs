@@ -24,7 +24,7 @@ fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
         model: "scripted".to_string(),
         reasoning_effort: None,
         instructions: String::new(),
-        input,
+        input: input.into(),
         tools: Default::default(),
         parallel_tool_calls: true,
     }
@@ -317,8 +317,8 @@ async fn templates_read_identity_input_and_last_output() {
         "/root/w|w|Ada|worker|rename foo\nin a.txt|newest output"
     );
 
-    req.input.push(user("plain followup"));
-    req.input.push(ResponseItem::Message {
+    std::sync::Arc::make_mut(&mut req.input).push(user("plain followup"));
+    std::sync::Arc::make_mut(&mut req.input).push(ResponseItem::Message {
         role: "developer".to_string(),
         content: "not input".to_string(),
     });
@@ -327,7 +327,7 @@ async fn templates_read_identity_input_and_last_output() {
         "/root/w|w|Ada|worker|plain followup|newest output"
     );
 
-    req.input.clear();
+    std::sync::Arc::make_mut(&mut req.input).clear();
     req.agent.nickname = None;
     assert_eq!(
         text(respond(&model, &req).await.expect("empty")),

@@ -40,7 +40,7 @@ fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
         model: "scripted".to_string(),
         reasoning_effort: None,
         instructions: String::new(),
-        input,
+        input: input.into(),
         tools: Default::default(),
         parallel_tool_calls: true,
     }

@@ -36,7 +36,7 @@ pub async fn review(
         requester: requester.path().clone(),
         justification: request.justification.clone(),
         root_task: root_task(inner).await,
-        transcript: requester.state().history.clone(),
+        transcript: requester.state().history.to_vec(),
     }
     .render(&Budgets::default());
     let tokens_before = used_tokens(&guardian);
