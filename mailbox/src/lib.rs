@@ -2,7 +2,7 @@
 //! decisions and unread counts (behaviour §4). No I/O: the runtime persists mail through the
 //! store before it reaches a mailbox, and records consumption in the recipient's rollout.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use arbor_protocol::{Mail, MailId, MailKind};
 
@@ -30,6 +30,11 @@ pub enum Arrival {
 #[derive(Debug)]
 pub struct Mailbox {
     pending: VecDeque<Mail>,
+    /// The ids in `pending`, so a duplicate is found without a scan (a busy parent can hold
+    /// thousands of unread results).
+    ids: HashSet<MailId>,
+    /// How many mails in `pending` ask for a turn.
+    triggers: usize,
     phase: DeliveryPhase,
     turn_active: bool,
 }
@@ -45,6 +50,8 @@ impl Mailbox {
     pub fn new() -> Self {
         Self {
             pending: VecDeque::new(),
+            ids: HashSet::new(),
+            triggers: 0,
             phase: DeliveryPhase::NextTurn,
             turn_active: false,
         }
@@ -54,9 +61,7 @@ impl Mailbox {
     /// id is already present is ignored, so delivery stays exactly-once.
     pub fn restore(&mut self, mail: impl IntoIterator<Item = Mail>) {
         for mail in mail {
-            if !self.contains(mail.id) {
-                self.pending.push_back(mail);
-            }
+            self.insert(mail);
         }
     }
 
@@ -67,26 +72,39 @@ impl Mailbox {
         self.pending.retain(|mail| {
             let keep = !ids.contains(&mail.id);
             if !keep {
-                removed.push(mail.id);
+                removed.push((mail.id, mail.trigger_turn));
             }
             keep
         });
-        removed
+        for (id, trigger) in &removed {
+            self.ids.remove(id);
+            self.triggers -= usize::from(*trigger);
+        }
+        removed.into_iter().map(|(id, _)| id).collect()
     }
 
     /// Whether a mail with this id is waiting here.
     pub fn contains(&self, id: MailId) -> bool {
-        self.pending.iter().any(|m| m.id == id)
+        self.ids.contains(&id)
+    }
+
+    /// Appends a mail unless its id is already waiting; true when it was added.
+    fn insert(&mut self, mail: Mail) -> bool {
+        if !self.ids.insert(mail.id) {
+            return false;
+        }
+        self.triggers += usize::from(mail.trigger_turn);
+        self.pending.push_back(mail);
+        true
     }
 
     /// A mail arrived (already persisted). Says whether it wakes the agent, joins its running
     /// turn or waits. Duplicate ids are dropped and reported as `Waits`.
     pub fn push(&mut self, mail: Mail) -> Arrival {
-        if self.contains(mail.id) {
+        let trigger = mail.trigger_turn;
+        if !self.insert(mail) {
             return Arrival::Waits;
         }
-        let trigger = mail.trigger_turn;
-        self.pending.push_back(mail);
         match (self.turn_active, self.phase) {
             (true, DeliveryPhase::CurrentTurn) => Arrival::JoinsTurn,
             (true, DeliveryPhase::NextTurn) => Arrival::Waits,
@@ -105,7 +123,11 @@ impl Mailbox {
     /// the phase is `CurrentTurn`; nothing otherwise.
     pub fn take_for_request(&mut self) -> Vec<Mail> {
         match self.phase {
-            DeliveryPhase::CurrentTurn => self.pending.drain(..).collect(),
+            DeliveryPhase::CurrentTurn => {
+                self.ids.clear();
+                self.triggers = 0;
+                self.pending.drain(..).collect()
+            }
             DeliveryPhase::NextTurn => Vec::new(),
         }
     }
@@ -135,7 +157,7 @@ impl Mailbox {
 
     /// True when an idle agent holds mail that asks for a turn.
     pub fn owes_wake(&self) -> bool {
-        !self.turn_active && self.pending.iter().any(|m| m.trigger_turn)
+        !self.turn_active && self.triggers > 0
     }
 
     /// The current phase.
@@ -188,6 +210,29 @@ mod tests {
 
     fn contents(mails: Vec<Mail>) -> Vec<String> {
         mails.into_iter().map(|m| m.content).collect()
+    }
+
+    /// A mail id is held once, whichever way it arrives, and the trigger count follows every
+    /// way mail leaves.
+    #[test]
+    fn duplicates_are_dropped_and_triggers_counted() {
+        let mut mb = Mailbox::new();
+        let go = mail(MailKind::Followup, "go");
+        let note = mail(MailKind::Message, "note");
+        assert_eq!(mb.push(go.clone()), Arrival::Wake);
+        assert_eq!(mb.push(go.clone()), Arrival::Waits, "a duplicate");
+        mb.restore([go.clone(), note.clone(), note.clone()]);
+        assert_eq!(mb.unread(), 2);
+        assert!(mb.owes_wake());
+        let removed = mb.remove_ids(&[go.id].into_iter().collect());
+        assert_eq!(removed, [go.id]);
+        assert!(!mb.owes_wake(), "the only follow-up left");
+        assert!(!mb.contains(go.id));
+        assert_eq!(mb.push(go.clone()), Arrival::Wake, "it may come back");
+        mb.start_turn();
+        assert_eq!(contents(mb.take_for_request()), ["note", "go"]);
+        assert!(!mb.contains(note.id));
+        assert!(!mb.end_turn(), "nothing left asks for a turn");
     }
 
     #[test]

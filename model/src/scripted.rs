@@ -5,6 +5,7 @@
 //! the `ScriptedModel` value.
 
 mod script;
+mod tally;
 mod template;
 
 use std::collections::HashMap;
@@ -67,6 +68,10 @@ struct State {
     requests: Vec<ModelRequest>,
     /// Recording is on unless a benchmark turns it off.
     not_recording: bool,
+    /// Running totals over each agent's history.
+    tallies: HashMap<AgentPath, tally::Tally>,
+    /// Bytes of each tool list seen.
+    tool_bytes: tally::ToolBytes,
 }
 
 impl ScriptedModel {
@@ -140,9 +145,9 @@ impl ScriptedModel {
 
     /// Records `request`, consumes the agent's next response and fills it in: the delay and the
     /// items to answer with.
-    fn next_answer(&self, request: &ModelRequest) -> Result<(u64, Vec<ResponseItem>), ModelError> {
+    fn next_answer(&self, request: &ModelRequest) -> Result<Answer, ModelError> {
         let path = &request.agent.path;
-        let response = {
+        let (response, counted, tool_bytes) = {
             let mut state = self.lock();
             if !state.not_recording {
                 state.requests.push(request.clone());
@@ -161,14 +166,22 @@ impl ScriptedModel {
                 return Err(ModelError::Script(format!("script exhausted for {path}")));
             };
             *served += 1;
-            entry
+            let response = entry
                 .responses
                 .get(at)
-                .ok_or_else(|| ModelError::Script(format!("script exhausted for {path}")))?
+                .ok_or_else(|| ModelError::Script(format!("script exhausted for {path}")))?;
+            let counted = state
+                .tallies
+                .entry(path.clone())
+                .or_default()
+                .count(&request.input);
+            (response, counted, state.tool_bytes.of(&request.tools))
         };
         let context = Context::of(request);
         let prefix = call_prefix(path);
-        let mut next_call = prior_calls(&request.input);
+        // Call ids count on from the calls already in the history, so they stay unique within
+        // it even across processes.
+        let mut next_call = counted.calls;
         let items = response
             .items
             .iter()
@@ -187,9 +200,26 @@ impl ScriptedModel {
                     }
                 }
             })
-            .collect();
-        Ok((response.delay_ms, items))
+            .collect::<Vec<_>>();
+        let input = request.instructions.len() + counted.bytes + tool_bytes;
+        let usage = Usage {
+            input_tokens: tokens(input),
+            cached_input_tokens: 0,
+            output_tokens: tokens(tally::item_bytes(&items)),
+        };
+        Ok(Answer {
+            delay_ms: response.delay_ms,
+            items,
+            usage,
+        })
     }
+}
+
+/// One scripted answer: the delay before it, its items and its estimated usage.
+struct Answer {
+    delay_ms: u64,
+    items: Vec<ResponseItem>,
+    usage: Usage,
 }
 
 impl ModelClient for ScriptedModel {
@@ -203,7 +233,11 @@ impl ModelClient for ScriptedModel {
         events: &'a ModelEvents,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
-            let (delay_ms, items) = self.next_answer(request)?;
+            let Answer {
+                delay_ms,
+                items,
+                usage,
+            } = self.next_answer(request)?;
             if delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }
@@ -211,7 +245,6 @@ impl ModelClient for ScriptedModel {
                 // A dropped receiver only means nobody is watching the stream.
                 let _ = events.send(ModelEvent::ItemDone(item.clone()));
             }
-            let usage = estimate_usage(request, &items);
             Ok(ModelResponse {
                 items,
                 usage: Some(usage),
@@ -233,51 +266,8 @@ fn call_prefix(path: &AgentPath) -> String {
     format!("call_{:012x}", hash & 0xffff_ffff_ffff)
 }
 
-/// How many calls the agent's history already holds: new call ids count on from there, so they
-/// stay unique within the history even across processes.
-fn prior_calls(input: &[ResponseItem]) -> usize {
-    input
-        .iter()
-        .filter(|item| matches!(item, ResponseItem::FunctionCall { .. }))
-        .count()
-}
-
 /// About four characters per token, rounded up, for input (instructions, history, tools) and
 /// output alike; nothing is cached.
-fn estimate_usage(request: &ModelRequest, output: &[ResponseItem]) -> Usage {
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|tool| tool.name.len() + tool.description.len() + tool.parameters.to_string().len())
-        .sum();
-    let input = request.instructions.len() + item_bytes(&request.input) + tools;
-    Usage {
-        input_tokens: tokens(input),
-        cached_input_tokens: 0,
-        output_tokens: tokens(item_bytes(output)),
-    }
-}
-
-fn item_bytes(items: &[ResponseItem]) -> usize {
-    items
-        .iter()
-        .map(|item| match item {
-            ResponseItem::Message { content, .. } => content.len(),
-            ResponseItem::FunctionCall {
-                name, arguments, ..
-            } => name.len() + arguments.len(),
-            ResponseItem::FunctionCallOutput { output, .. } => output.len(),
-            ResponseItem::Reasoning {
-                summary,
-                encrypted_content,
-            } => {
-                summary.iter().map(|s| s.len()).sum::<usize>()
-                    + encrypted_content.as_ref().map_or(0, String::len)
-            }
-        })
-        .sum()
-}
-
 fn tokens(chars: usize) -> u64 {
     u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
 }
