@@ -25,4 +25,4 @@ pub use replay::{
     CUT_CALL_OUTPUT, PROCESS_EXIT, Replay, ReplayedTurn, cut_call_outputs, unanswered_calls,
 };
 pub use tail::tail_status;
-pub use writer::{Reopened, RolloutWriter, TailRepair, WriterStats};
+pub use writer::{Barrier, Reopened, RolloutWriter, TailRepair, WriterStats};

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::{fmt, iter};
 
 use arbor_protocol::{RolloutItem, RolloutLine, SessionMeta, Timestamp};
@@ -36,14 +37,36 @@ pub struct WriterStats {
 #[derive(Debug)]
 pub struct RolloutWriter {
     path: PathBuf,
-    file: File,
+    /// Shared with [`Barrier`]s, which sync it while appends go on.
+    file: Arc<File>,
     /// The file's length as this writer knows it (it is the only writer).
     len: u64,
+    /// How much of the file is known to be on disk.
+    synced_len: u64,
     /// Reused encoding buffer.
     buf: Vec<u8>,
     stats: WriterStats,
-    unsynced: bool,
     poisoned: bool,
+}
+
+/// A sync of a rollout that runs without holding its writer, so that appends can go on while
+/// the disk works: taken with [`RolloutWriter::barrier`], reported back with
+/// [`RolloutWriter::barrier_done`].
+#[derive(Debug)]
+pub struct Barrier {
+    file: Arc<File>,
+    path: PathBuf,
+    /// The file length the barrier covers: every line appended before it was taken.
+    upto: u64,
+}
+
+impl Barrier {
+    /// Syncs the file: every line appended before the barrier was taken reaches the disk.
+    pub fn sync(&self) -> Result<(), RolloutError> {
+        self.file
+            .sync_data()
+            .map_err(|err| RolloutError::io(&self.path, "sync", err))
+    }
 }
 
 /// A rollout reopened for appending.
@@ -177,11 +200,11 @@ impl RolloutWriter {
     fn new(path: PathBuf, file: File, len: u64) -> Self {
         Self {
             path,
-            file,
+            file: Arc::new(file),
             len,
+            synced_len: len,
             buf: Vec::new(),
             stats: WriterStats::default(),
-            unsynced: false,
             poisoned: false,
         }
     }
@@ -209,8 +232,12 @@ impl RolloutWriter {
                 }
             }
         };
-        self.unsynced = true;
-        self.sync()?;
+        // The cut or the newline must reach the disk before anything is appended after it.
+        self.file
+            .sync_data()
+            .map_err(|err| RolloutError::io(&self.path, "sync", err))?;
+        self.stats.syncs += 1;
+        self.synced_len = self.len;
         Ok(repair)
     }
 
@@ -239,15 +266,40 @@ impl RolloutWriter {
                 path: self.path.clone(),
             });
         }
-        if !self.unsynced {
-            return Ok(());
+        match self.barrier()? {
+            None => Ok(()),
+            Some(barrier) => {
+                let synced = barrier.sync();
+                self.barrier_done(&barrier, &synced);
+                synced
+            }
         }
-        self.file
-            .sync_data()
-            .map_err(|err| RolloutError::io(&self.path, "sync", err))?;
-        self.stats.syncs += 1;
-        self.unsynced = false;
-        Ok(())
+    }
+
+    /// Takes a barrier over every line appended so far, to sync without holding the writer;
+    /// `None` when they are all on disk already.
+    pub fn barrier(&mut self) -> Result<Option<Barrier>, RolloutError> {
+        if self.poisoned {
+            return Err(RolloutError::Poisoned {
+                path: self.path.clone(),
+            });
+        }
+        if self.len <= self.synced_len {
+            return Ok(None);
+        }
+        Ok(Some(Barrier {
+            file: Arc::clone(&self.file),
+            path: self.path.clone(),
+            upto: self.len,
+        }))
+    }
+
+    /// Records how a barrier's sync went: on success, what it covered is known to be on disk.
+    pub fn barrier_done(&mut self, barrier: &Barrier, synced: &Result<(), RolloutError>) {
+        if synced.is_ok() {
+            self.stats.syncs += 1;
+            self.synced_len = self.synced_len.max(barrier.upto);
+        }
     }
 
     /// The file this writer appends to.
@@ -290,7 +342,7 @@ impl RolloutWriter {
                 path: self.path.clone(),
             });
         }
-        if let Err(err) = self.file.write_all(&self.buf) {
+        if let Err(err) = (&*self.file).write_all(&self.buf) {
             if self.file.set_len(self.len).is_err() {
                 self.poisoned = true;
             }
@@ -300,7 +352,6 @@ impl RolloutWriter {
         self.len += bytes;
         self.stats.lines_written += lines;
         self.stats.bytes_written += bytes;
-        self.unsynced = true;
         if self.buf.capacity() > KEEP_BUFFER_BYTES {
             self.buf = Vec::new();
         }
@@ -313,7 +364,7 @@ impl RolloutWriter {
             .sync_all()
             .map_err(|err| RolloutError::io(&self.path, "sync", err))?;
         self.stats.syncs += 1;
-        self.unsynced = false;
+        self.synced_len = self.len;
         let mut dirs: Vec<&Path> = vec![parent];
         dirs.extend(created.iter().filter_map(|dir| dir.parent()));
         dirs.dedup();
@@ -435,6 +486,38 @@ mod tests {
             "rollout /dev/full: writer stopped after a failed append could not be undone"
         );
         assert!(matches!(writer.sync(), Err(RolloutError::Poisoned { .. })));
+        assert!(matches!(
+            writer.barrier(),
+            Err(RolloutError::Poisoned { .. })
+        ));
         assert_eq!(writer.stats(), WriterStats::default());
+    }
+
+    /// A barrier covers what was appended before it was taken; lines appended while it syncs
+    /// wait for the next one.
+    #[test]
+    fn a_barrier_covers_the_lines_before_it() {
+        let (_dir, path, _) = scratch(b"");
+        let file = OpenOptions::new().append(true).open(&path).expect("open");
+        let mut writer = RolloutWriter::new(path, file, 0);
+        assert!(
+            writer.barrier().expect("barrier").is_none(),
+            "nothing to sync"
+        );
+        let item = RolloutItem::TurnStarted(arbor_protocol::TurnStarted { turn: 1 });
+        writer.append(&item).expect("append");
+        let first = writer.barrier().expect("barrier").expect("lines to sync");
+        writer
+            .append(&item)
+            .expect("append while the barrier syncs");
+        let synced = first.sync();
+        writer.barrier_done(&first, &synced);
+        assert_eq!(writer.stats().syncs, 1);
+        let second = writer.barrier().expect("barrier").expect("the later line");
+        let synced = second.sync();
+        writer.barrier_done(&second, &synced);
+        assert!(writer.barrier().expect("barrier").is_none(), "all on disk");
+        writer.sync().expect("a sync with nothing new is free");
+        assert_eq!(writer.stats().syncs, 2);
     }
 }
