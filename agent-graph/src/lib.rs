@@ -29,6 +29,7 @@
 mod approvals;
 mod edges;
 mod error;
+mod inbox;
 mod mail;
 mod overrides;
 mod schema;

@@ -37,6 +37,21 @@ impl Store {
         })
     }
 
+    /// Like [`Self::enqueue_mail`], but the commit may wait up to a millisecond for other
+    /// writes to share it: for mail whose sender does not wait on it (a turn's result, sent
+    /// after its agent moved on). The ticket still resolves only once the mail is durable.
+    pub fn enqueue_mail_deferred(
+        &self,
+        session_id: ThreadId,
+        recipient_id: ThreadId,
+        mail: &Mail,
+    ) -> Ticket<()> {
+        let mail = mail.clone();
+        self.submit_within("enqueue mail", crate::writer::DEFER_WINDOW, move |conn| {
+            insert_mail(conn, session_id, recipient_id, &mail)
+        })
+    }
+
     /// Stores many mails in one transaction: all of them or none.
     pub fn enqueue_mail_batch(&self, batch: Vec<(ThreadId, ThreadId, Mail)>) -> Ticket<()> {
         self.submit("enqueue mail batch", move |conn| {

@@ -7,14 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::Sender;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
 use crate::error::OpResult;
+use crate::inbox::Inbox;
 use crate::schema;
-use crate::writer::{self, Msg, Ticket, Write};
+use crate::writer::{self, Ticket, Write};
 
 /// The file name of the store inside `ARBOR_HOME`.
 pub const STATE_FILE_NAME: &str = "state.sqlite";
@@ -34,7 +34,7 @@ pub struct Store {
 
 struct Inner {
     path: Arc<Path>,
-    jobs: Sender<Msg>,
+    inbox: Arc<Inbox>,
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
     commits: Arc<AtomicU64>,
@@ -65,13 +65,15 @@ impl Store {
     pub fn open_file(path: &Path) -> Result<Self, StoreError> {
         let conn = schema::open_writer(path)?;
         let path: Arc<Path> = Arc::from(path);
-        let (jobs, queue) = crossbeam_channel::unbounded();
+        let (inbox, queue) = Inbox::new();
+        let inbox = Arc::new(inbox);
+        let thread_inbox = Arc::clone(&inbox);
         let thread_path = Arc::clone(&path);
         let commits = Arc::new(AtomicU64::new(0));
         let thread_commits = Arc::clone(&commits);
         let handle = std::thread::Builder::new()
             .name("arbor-store-writer".into())
-            .spawn(move || writer::run(conn, thread_path, queue, thread_commits))
+            .spawn(move || writer::run(conn, thread_path, thread_inbox, queue, thread_commits))
             .map_err(|source| StoreError::Spawn {
                 path: path.to_path_buf(),
                 source,
@@ -79,7 +81,7 @@ impl Store {
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
-                jobs,
+                inbox,
                 writer: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
                 commits,
@@ -115,7 +117,7 @@ impl Store {
         let job = Box::new(Write::new(op_name, op, reply));
         // When the writer is gone the job (and its reply sender) is dropped: the ticket then
         // resolves to `Closed`.
-        let _ = self.inner.jobs.send(Msg::Job(job));
+        self.inner.inbox.send(job);
         Ticket::new(rx, Arc::clone(&self.inner.path))
     }
 
@@ -126,9 +128,23 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
+        self.submit_within(op_name, crate::writer::LAZY_WINDOW, op)
+    }
+
+    /// Queues a write that may wait up to `window` for other writes to share its commit.
+    pub(crate) fn submit_within<T, F>(
+        &self,
+        op_name: &'static str,
+        window: std::time::Duration,
+        op: F,
+    ) -> Ticket<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
         let job = Box::new(Write::new(op_name, op, reply));
-        let _ = self.inner.jobs.send(Msg::Lazy(job));
+        self.inner.inbox.send_within(job, window);
         Ticket::new(rx, Arc::clone(&self.inner.path))
     }
 
@@ -164,7 +180,7 @@ impl Inner {
     fn stop(&self) {
         let handle = lock(&self.writer).take();
         if let Some(handle) = handle {
-            let _ = self.jobs.send(Msg::Stop);
+            self.inbox.stop();
             // A panic on the writer thread already answered its callers with `Closed`.
             let _ = handle.join();
         }

@@ -9,15 +9,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, TryRecvError};
+use crossbeam_channel::Receiver;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::StoreError;
 use crate::error::OpResult;
+use crate::inbox::{Inbox, Msg};
 
-/// The longest a lazy write waits for company before it commits on its own.
+/// The longest a lazy write (a projection nobody waits on) waits for company before it
+/// commits on its own.
 pub(crate) const LAZY_WINDOW: Duration = Duration::from_millis(20);
+
+/// The longest a deferred write (awaited, but not urgent: a turn's result mail, whose agent
+/// has moved on) waits for company before it commits on its own.
+pub(crate) const DEFER_WINDOW: Duration = Duration::from_millis(1);
 
 /// Most jobs one group transaction takes, so a flood of writers still sees steady commits.
 const MAX_GROUP: usize = 4096;
@@ -74,16 +80,6 @@ impl<T> Future for Ticket<T> {
             Poll::Pending => Poll::Pending,
         }
     }
-}
-
-/// What the writer thread receives.
-pub(crate) enum Msg {
-    Job(Box<dyn Job>),
-    /// A write nobody waits on promptly (a status projection): it rides along with the next
-    /// job, or commits on its own after [`LAZY_WINDOW`].
-    Lazy(Box<dyn Job>),
-    /// Finish the jobs queued before this message, then stop.
-    Stop,
 }
 
 /// One queued write.
@@ -147,52 +143,45 @@ where
     }
 }
 
-/// The writer thread's body: runs until [`Msg::Stop`] or until every sender is gone. Counts
+/// The writer thread's body: runs until a stop request or until every sender is gone. Counts
 /// committed groups in `commits`.
-pub(crate) fn run(conn: Connection, path: Arc<Path>, jobs: Receiver<Msg>, commits: Arc<AtomicU64>) {
+pub(crate) fn run(
+    conn: Connection,
+    path: Arc<Path>,
+    inbox: Arc<Inbox>,
+    jobs: Receiver<Msg>,
+    commits: Arc<AtomicU64>,
+) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
+    // When waiting writes want their commit.
+    let mut due: Option<Instant> = None;
     loop {
-        let mut urgent = match jobs.recv() {
-            Ok(Msg::Job(job)) => {
-                group.push(job);
-                true
-            }
-            Ok(Msg::Lazy(job)) => {
-                group.push(job);
-                false
-            }
-            Ok(Msg::Stop) | Err(_) => break,
+        let next = match due {
+            Some(at) => jobs.recv_deadline(at).map_err(|err| err.is_disconnected()),
+            None => jobs.recv().map_err(|_| true),
         };
-        let deadline = Instant::now() + LAZY_WINDOW;
         let mut stop = false;
-        loop {
-            let next = if urgent || group.len() >= MAX_GROUP {
-                match jobs.try_recv() {
-                    Ok(msg) => msg,
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-                }
-            } else {
-                match jobs.recv_deadline(deadline) {
-                    Ok(msg) => msg,
-                    Err(_) => break,
-                }
-            };
-            match next {
-                Msg::Job(job) => {
-                    group.push(job);
-                    urgent = true;
-                }
-                Msg::Lazy(job) => group.push(job),
-                Msg::Stop => {
-                    stop = true;
-                    break;
-                }
+        match next {
+            Ok(Msg::Job(job)) => group.push(job),
+            Ok(Msg::Waited(job)) => {
+                // The urgent job that moved it is right behind.
+                group.push(job);
+                continue;
             }
-            if group.len() >= MAX_GROUP {
-                break;
+            Ok(Msg::Due(at)) => {
+                due = Some(due.map_or(at, |known| known.min(at)));
+                continue;
             }
+            Ok(Msg::Stop) | Err(true) => stop = true,
+            // The deadline passed: commit what waits.
+            Err(false) => {}
         }
-        run_group(&conn, &path, &mut group, &commits);
+        let drained = inbox.drain(&jobs, &mut group, MAX_GROUP);
+        stop |= drained.stop;
+        due = drained.more.then(Instant::now);
+        if !group.is_empty() {
+            run_group(&conn, &path, &mut group, &commits);
+        }
         if stop {
             break;
         }
