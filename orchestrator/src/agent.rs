@@ -85,6 +85,8 @@ pub struct AgentState {
     pub turn_token: Option<CancellationToken>,
     /// A turn is queued or running for this agent.
     pub scheduled: bool,
+    /// Ended turns whose barrier, result mail and final status are still being written.
+    pub settling: u32,
     pub closed: bool,
     /// Model-visible last final answer, kept for `completed` statuses.
     pub last_message: Option<String>,
@@ -96,6 +98,14 @@ pub struct AgentState {
     pub last_model_error: Option<arbor_model::ModelError>,
     /// Approval requests of this agent waiting for an answer.
     pub approvals_open: u32,
+}
+
+impl AgentState {
+    /// A turn is queued, running or settling: waits, wake-once and eviction treat the agent as
+    /// busy.
+    pub fn active(&self) -> bool {
+        self.scheduled || self.settling > 0
+    }
 }
 
 /// What only a resident agent has: its rollout writer and its task.
@@ -138,6 +148,7 @@ impl Agent {
                 turn_no: 0,
                 turn_token: None,
                 scheduled: false,
+                settling: 0,
                 closed: false,
                 last_message: None,
                 cancel_reason: None,
@@ -251,18 +262,26 @@ impl Agent {
     }
 }
 
-/// Syncs a rollout writer on a blocking thread.
+/// Syncs a rollout writer on a blocking thread. The writer stays free meanwhile: lines
+/// appended during the sync are simply left for the next barrier.
 pub async fn sync_writer(rollout: Arc<Mutex<RolloutWriter>>) -> Result<(), RolloutError> {
-    tokio::task::spawn_blocking(move || {
-        rollout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .sync()
+    fn lock(rollout: &Mutex<RolloutWriter>) -> MutexGuard<'_, RolloutWriter> {
+        rollout.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    let Some(barrier) = lock(&rollout).barrier()? else {
+        return Ok(());
+    };
+    let path = lock(&rollout).path().to_path_buf();
+    let (barrier, synced) = tokio::task::spawn_blocking(move || {
+        let synced = barrier.sync();
+        (barrier, synced)
     })
     .await
     .map_err(|err| RolloutError::Io {
-        path: PathBuf::new(),
+        path,
         op: "sync",
         source: std::io::Error::other(err.to_string()),
-    })?
+    })?;
+    lock(&rollout).barrier_done(&barrier, &synced);
+    synced
 }

@@ -19,8 +19,10 @@ mod residency;
 mod resume;
 mod runtime;
 mod sampling;
+mod scheduler;
 mod tools;
 mod turn;
+mod turn_end;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -227,16 +229,7 @@ impl Orchestrator {
 
     /// Waits until no agent has an active or queued turn and none is owed a wake.
     pub async fn wait_quiescent(&self) {
-        let mut changes = self.inner.changed.subscribe();
-        loop {
-            changes.borrow_and_update();
-            if self.inner.busy() == 0 {
-                return;
-            }
-            if changes.changed().await.is_err() {
-                return;
-            }
-        }
+        self.inner.quiescent().await;
     }
 
     /// Waits until the root's turn is no longer scheduled.
@@ -247,7 +240,7 @@ impl Orchestrator {
         let mut changes = self.inner.changed.subscribe();
         loop {
             changes.borrow_and_update();
-            if !root.state().scheduled {
+            if !root.state().active() {
                 return;
             }
             if changes.changed().await.is_err() {

@@ -26,23 +26,41 @@ pub async fn send(
     kind: MailKind,
     content: &str,
 ) -> Result<Mail, String> {
-    let mail = Mail::new(
+    let mail = compose(author, recipient, kind, content);
+    author
+        .record(&[RolloutItem::MailSent(mail.clone())])
+        .map_err(|err| format!("mail not sent: {err}"))?;
+    let ticket = inner
+        .store
+        .enqueue_mail(inner.session_id, recipient.id(), &mail);
+    publish(inner, recipient, &mail, ticket).await?;
+    Ok(mail)
+}
+
+/// A mail from `author` to `recipient`, its content cut to the size limit; not yet sent.
+pub fn compose(author: &Agent, recipient: &Agent, kind: MailKind, content: &str) -> Mail {
+    Mail::new(
         author.path().clone(),
         recipient.path().clone(),
         kind,
         truncate_middle(content, MAIL_MAX_BYTES),
-    );
-    author
-        .record(&[RolloutItem::MailSent(mail.clone())])
-        .map_err(|err| format!("mail not sent: {err}"))?;
-    inner
-        .store
-        .enqueue_mail(inner.session_id, recipient.id(), &mail)
+    )
+}
+
+/// Waits for a mail already in its author's rollout to be committed by `ticket`, then
+/// announces it and puts it in the recipient's mailbox.
+pub async fn publish(
+    inner: &Arc<Inner>,
+    recipient: &Arc<Agent>,
+    mail: &Mail,
+    ticket: arbor_agent_graph::Ticket<()>,
+) -> Result<(), String> {
+    ticket
         .await
         .map_err(|err| format!("mail not sent: {err}"))?;
-    announce(inner, &mail);
+    announce(inner, mail);
     deliver(inner, recipient, mail.clone());
-    Ok(mail)
+    Ok(())
 }
 
 /// Puts an already persisted mail into the recipient's mailbox and wakes it if due.

@@ -152,15 +152,17 @@ pub fn evictable(inner: &Inner, agent: &Agent) -> bool {
     if !counts_for_residency(agent) || !agent.is_resident() || agent.live.count() > 0 {
         return false;
     }
-    let (scheduled, running, status) = {
+    let (scheduled, running, settling, status) = {
         let state = agent.state();
         (
             state.scheduled,
             state.turn_token.is_some(),
+            state.settling > 0,
             state.status.clone(),
         )
     };
     !running
+        && !settling
         && status != AgentStatus::AwaitingApproval
         && (!scheduled || inner.is_queued(agent.id()))
 }

@@ -1,7 +1,7 @@
-//! Shared runtime state (`Inner`) and the turn scheduler: the `max_running` cap, the queue of
-//! turns over it, and the busy count that defines quiescence.
+//! Shared runtime state (`Inner`): configuration, the store, the model, the registry, events,
+//! usage and residency (the turn scheduler is in `scheduler`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -33,9 +33,11 @@ pub struct Inner {
     pub events: EventBus,
     /// Bumped after every change a waiter may care about (status, mail, residency).
     pub changed: watch::Sender<u64>,
-    sched: Mutex<Scheduler>,
+    pub(crate) sched: Mutex<crate::scheduler::Scheduler>,
     /// Turns queued or running, anywhere in the tree. Zero means quiescent.
-    busy: AtomicUsize,
+    pub(crate) busy: AtomicUsize,
+    /// Notified when `busy` drops to zero, so quiescence waits do not wake on every change.
+    pub(crate) quiet: tokio::sync::Notify,
     /// Nickname pools: the built-in one under "", roles with their own candidates by name.
     nicknames: Mutex<HashMap<String, NicknamePool>>,
     /// The session's token: every agent's token descends from it.
@@ -51,7 +53,7 @@ pub struct Inner {
     /// Resident children, least recently used last.
     resident: Mutex<lru::LruCache<ThreadId, ()>>,
     /// False once the session drains: no new turn starts.
-    accepting: std::sync::atomic::AtomicBool,
+    pub(crate) accepting: std::sync::atomic::AtomicBool,
     /// Why the session is stopping (`user_interrupt`, `parent_exit`), for aborted turns.
     stop_reason: Mutex<Option<String>>,
 }
@@ -63,12 +65,6 @@ impl std::fmt::Debug for Inner {
             .field("agents", &self.registry.len())
             .finish_non_exhaustive()
     }
-}
-
-#[derive(Debug, Default)]
-struct Scheduler {
-    running: usize,
-    queue: VecDeque<ThreadId>,
 }
 
 impl Inner {
@@ -92,8 +88,9 @@ impl Inner {
             registry: Registry::default(),
             events: EventBus::default(),
             changed: watch::Sender::new(0),
-            sched: Mutex::new(Scheduler::default()),
+            sched: Mutex::new(crate::scheduler::Scheduler::default()),
             busy: AtomicUsize::new(0),
+            quiet: tokio::sync::Notify::new(),
             nicknames: Mutex::new(HashMap::new()),
             root_token: CancellationToken::new(),
             tracker: TaskTracker::new(),
@@ -201,85 +198,6 @@ impl Inner {
         drop(self.store.set_thread_status(id, status));
     }
 
-    /// Turns queued or running anywhere in the tree.
-    pub fn busy(&self) -> usize {
-        self.busy.load(Ordering::SeqCst)
-    }
-
-    /// Asks for a turn of `agent`. Before this returns the agent is `pending_init`, `queued`
-    /// or `running`. A closed agent or one already scheduled is left alone.
-    pub fn request_turn(self: &Arc<Self>, agent: &Arc<Agent>) {
-        let counted = counts_against_cap(agent);
-        let new_status = {
-            let mut state = agent.state();
-            if state.scheduled
-                || state.closed
-                || agent.token.is_cancelled()
-                || !self.accepting.load(Ordering::SeqCst)
-            {
-                return;
-            }
-            if self.over_budget() {
-                drop(state);
-                self.budget_stopped(agent);
-                self.bump();
-                return;
-            }
-            state.scheduled = true;
-            self.busy.fetch_add(1, Ordering::SeqCst);
-            let granted = !counted || {
-                let mut sched = self.lock_sched();
-                if sched.running < self.config.max_running {
-                    sched.running += 1;
-                    true
-                } else {
-                    sched.queue.push_back(agent.id());
-                    false
-                }
-            };
-            if granted {
-                match state.status {
-                    AgentStatus::PendingInit | AgentStatus::Running => None,
-                    _ => Some(AgentStatus::Running),
-                }
-            } else {
-                Some(AgentStatus::Queued)
-            }
-        };
-        let granted = new_status != Some(AgentStatus::Queued);
-        if let Some(status) = new_status {
-            self.set_status(agent, status);
-        } else {
-            self.bump();
-        }
-        if granted {
-            self.start_granted(agent);
-        }
-    }
-
-    /// A turn was granted to `agent`: tell its task, reviving it first when it is evicted. A
-    /// failed revival ends the turn as `errored`.
-    pub fn start_granted(self: &Arc<Self>, agent: &Arc<Agent>) {
-        if agent.send_go() {
-            return;
-        }
-        let inner = Arc::clone(self);
-        let agent = Arc::clone(agent);
-        self.tracker.spawn(async move {
-            let revived = crate::residency::ensure_resident(&inner, &agent).await;
-            let error = match revived {
-                Ok(()) if agent.send_go() => return,
-                Ok(()) => format!("{} stopped before its turn could start", agent.path()),
-                Err(err) => err,
-            };
-            tracing::error!(path = %agent.path(), error = %error, "turn could not start");
-            agent.state().scheduled = false;
-            inner.set_status(&agent, AgentStatus::Errored(error));
-            inner.release_turn_slot(&agent);
-            inner.turn_done();
-        });
-    }
-
     /// Adds one response's tokens; returns the agent's and the tree's totals. Emits
     /// `budget.exhausted` the moment the budget is crossed.
     pub fn add_usage(
@@ -332,7 +250,7 @@ impl Inner {
             .clone()
     }
 
-    fn budget_stopped(&self, agent: &Agent) {
+    pub(crate) fn budget_stopped(&self, agent: &Agent) {
         let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
         if !usage.1.contains(agent.path()) {
             usage.1.push(agent.path().clone());
@@ -402,84 +320,7 @@ impl Inner {
         self.lock_resident().len()
     }
 
-    /// Whether an agent's turn waits in the queue over `max_running`.
-    pub fn is_queued(&self, id: ThreadId) -> bool {
-        self.lock_sched().queue.contains(&id)
-    }
-
     fn lock_resident(&self) -> std::sync::MutexGuard<'_, lru::LruCache<ThreadId, ()>> {
         self.resident.lock().unwrap_or_else(PoisonError::into_inner)
     }
-
-    /// A turn of `agent` ended: frees its slot and starts queued turns in order.
-    pub fn release_turn_slot(self: &Arc<Self>, agent: &Agent) {
-        if counts_against_cap(agent) {
-            self.release_slot();
-        }
-    }
-
-    /// The last step of a turn's end, after every wake it causes has been requested, so
-    /// quiescence is never seen early.
-    pub fn turn_done(&self) {
-        self.busy.fetch_sub(1, Ordering::SeqCst);
-        self.bump();
-    }
-
-    /// Takes a queued turn out of the queue. True when it was there (it held no slot).
-    pub fn dequeue(&self, agent: &Agent) -> bool {
-        let removed = {
-            let mut sched = self.lock_sched();
-            let before = sched.queue.len();
-            sched.queue.retain(|id| *id != agent.id());
-            before != sched.queue.len()
-        };
-        if removed {
-            self.busy.fetch_sub(1, Ordering::SeqCst);
-            self.bump();
-        }
-        removed
-    }
-
-    /// A scheduled turn will never run (its agent stopped first): undo its accounting.
-    pub fn abandon_turn(self: &Arc<Self>, agent: &Agent) {
-        if !self.dequeue(agent) {
-            self.release_turn_slot(agent);
-            self.turn_done();
-        }
-    }
-
-    /// Position (from 1) of an agent in the queue of turns over the cap.
-    pub fn queue_position(&self, id: ThreadId) -> Option<usize> {
-        let sched = self.lock_sched();
-        sched.queue.iter().position(|q| *q == id).map(|p| p + 1)
-    }
-
-    fn release_slot(self: &Arc<Self>) {
-        let mut starts = Vec::new();
-        {
-            let mut sched = self.lock_sched();
-            sched.running = sched.running.saturating_sub(1);
-            while sched.running < self.config.max_running {
-                let Some(next) = sched.queue.pop_front() else {
-                    break;
-                };
-                sched.running += 1;
-                starts.push(next);
-            }
-        }
-        for id in starts {
-            if let Some(agent) = self.registry.get(id) {
-                self.start_granted(&agent);
-            }
-        }
-    }
-
-    fn lock_sched(&self) -> std::sync::MutexGuard<'_, Scheduler> {
-        self.sched.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Root and internal agents run outside `max_running`.
-fn counts_against_cap(agent: &Agent) -> bool {
-    !agent.path().is_root() && !agent.identity.internal
 }

@@ -1,30 +1,20 @@
 //! The agent task and the turn loop: take input, ask the model, run the tool calls, repeat
-//! until a final answer; then report the result to the parent and wake whoever is due.
+//! until a final answer; then end the turn (`turn_end`).
 
 use std::sync::Arc;
 
-use arbor_mailbox::wake_once_due;
 use arbor_model::{AgentIdentity, ModelRequest};
 use arbor_protocol::{
-    AbortKind, AgentStatus, Event, MailConsumed, MailKind, ResponseItem, RolloutItem, TurnAborted,
-    TurnCompleted, TurnStarted,
+    AbortKind, AgentStatus, Event, MailConsumed, ResponseItem, RolloutItem, TurnStarted,
 };
-use arbor_rollout::{cut_call_outputs, unanswered_calls};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, TurnSpan};
-use crate::mail;
 use crate::runtime::Inner;
 use crate::sampling;
 use crate::tools::{self, Call};
-
-/// How a turn ended.
-#[derive(Debug)]
-enum Outcome {
-    Completed(Option<String>),
-    Aborted(AbortKind, String),
-}
+use crate::turn_end::{Outcome, finish_turn};
 
 /// The task of one resident agent: runs a turn each time it is told to, until cancelled.
 /// Boxed, because tools the turn runs may create agents (whose tasks are this function).
@@ -103,7 +93,7 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
             }
         }
     };
-    finish_turn(inner, agent, turn, outcome).await;
+    finish_turn(inner, agent, turn, outcome);
 }
 
 async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
@@ -292,137 +282,6 @@ fn build_request(inner: &Inner, agent: &Agent) -> ModelRequest {
         tools: tools::specs_for(inner, agent),
         parallel_tool_calls: true,
     }
-}
-
-async fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: Outcome) {
-    let mut lines = dangling_call_outputs(agent);
-    let (status, result_text, line) = match &outcome {
-        Outcome::Completed(message) => (
-            AgentStatus::Completed(message.clone()),
-            message.clone().unwrap_or_default(),
-            RolloutItem::TurnCompleted(TurnCompleted {
-                turn,
-                last_message: message.clone(),
-            }),
-        ),
-        Outcome::Aborted(kind, reason) => {
-            let aborted = TurnAborted {
-                turn,
-                kind: *kind,
-                reason: reason.clone(),
-            };
-            let status = aborted.status();
-            (
-                status.clone(),
-                status.to_string(),
-                RolloutItem::TurnAborted(aborted),
-            )
-        }
-    };
-    let outputs: Vec<ResponseItem> = lines
-        .iter()
-        .filter_map(|line| match line {
-            RolloutItem::ResponseItem(item) => Some(item.clone()),
-            _ => None,
-        })
-        .collect();
-    lines.push(line);
-    if let Err(err) = agent.record(&lines) {
-        tracing::error!(path = %agent.path(), error = %err, "turn end not recorded");
-    }
-    if let Err(err) = agent.sync_rollout().await {
-        tracing::error!(path = %agent.path(), error = %err, "rollout sync failed");
-    }
-    let closed = agent.state().closed;
-    if !closed {
-        send_result(inner, agent, &result_text).await;
-    }
-    let owes_turn = {
-        let mut state = agent.state();
-        state.history.extend(outputs);
-        state.scheduled = false;
-        state.turn_token = None;
-        if let Outcome::Completed(message) = &outcome {
-            state.last_message = message.clone();
-        }
-        if !closed {
-            state.status = status.clone();
-        }
-        state.mailbox.end_turn()
-    };
-    match &outcome {
-        Outcome::Completed(last_message) => inner.events.emit(Event::TurnCompleted {
-            path: agent.path().clone(),
-            last_message: last_message.clone(),
-        }),
-        Outcome::Aborted(_, reason) => inner.events.emit(Event::TurnAborted {
-            path: agent.path().clone(),
-            reason: reason.clone(),
-        }),
-    }
-    if !closed {
-        inner.persist_status(agent, &status);
-        inner.events.emit(Event::AgentStatus {
-            path: agent.path().clone(),
-            status,
-        });
-    }
-    inner.release_turn_slot(agent);
-    if owes_turn {
-        inner.request_turn(agent);
-    }
-    if let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) {
-        maybe_wake_once(inner, &parent);
-    }
-    maybe_wake_once(inner, agent);
-    inner.turn_done();
-}
-
-/// Sends the turn's result to the direct parent (never for the root or internal agents).
-async fn send_result(inner: &Arc<Inner>, agent: &Arc<Agent>, text: &str) {
-    if agent.identity.internal {
-        return;
-    }
-    let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) else {
-        return;
-    };
-    if parent.state().closed {
-        return;
-    }
-    if let Err(err) = mail::send(inner, agent, &parent, MailKind::Result, text).await {
-        tracing::error!(path = %agent.path(), error = %err, "result mail not sent");
-    }
-}
-
-/// Wakes an idle agent once when its children are all quiet and results wait (behaviour §4).
-pub fn maybe_wake_once(inner: &Arc<Inner>, agent: &Arc<Agent>) {
-    if !inner.config.wake_once || (agent.path().is_root() && !inner.config.root_driven) {
-        return;
-    }
-    let children_busy = inner
-        .registry
-        .children(agent.id())
-        .iter()
-        .filter(|child| !child.identity.internal)
-        .any(|child| child.state().scheduled);
-    let due = {
-        let state = agent.state();
-        !state.scheduled && !state.closed && wake_once_due(true, children_busy, &state.mailbox)
-    };
-    if due {
-        inner.request_turn(agent);
-    }
-}
-
-/// Outputs for calls of the current turn that never got one (the turn was cut short), so the
-/// history stays well formed for the next request.
-fn dangling_call_outputs(agent: &Agent) -> Vec<RolloutItem> {
-    let state = agent.state();
-    let start = state.turns.last().map_or(0, |span| span.start);
-    cut_call_outputs(&unanswered_calls(&state.history[start..]))
-        .into_iter()
-        .map(RolloutItem::ResponseItem)
-        .collect()
 }
 
 /// Cancels an agent's running turn with a reason. Returns false when no turn runs.

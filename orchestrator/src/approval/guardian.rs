@@ -127,7 +127,7 @@ async fn turn_end(inner: &Inner, guardian: &Agent, before: u64) -> Result<String
         changes.borrow_and_update();
         {
             let state = guardian.state();
-            if !state.scheduled {
+            if !state.active() {
                 if state.turn_no == before {
                     return Err(ReviewFailure::ReviewerError(
                         "the guardian's turn did not start (the session is stopping)".into(),
@@ -168,7 +168,7 @@ async fn wait_idle(inner: &Inner, guardian: &Agent) {
     let mut changes = inner.changed.subscribe();
     loop {
         changes.borrow_and_update();
-        if !guardian.state().scheduled || changes.changed().await.is_err() {
+        if !guardian.state().active() || changes.changed().await.is_err() {
             return;
         }
     }
@@ -180,7 +180,7 @@ async fn stop_turn(inner: &Inner, guardian: &Agent) {
     let mut cancelled = false;
     loop {
         changes.borrow_and_update();
-        if !guardian.state().scheduled {
+        if !guardian.state().active() {
             return;
         }
         if !cancelled {

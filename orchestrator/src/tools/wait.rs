@@ -128,7 +128,7 @@ fn check(caller: &Agent, targets: &[Arc<Agent>], mode: WaitMode) -> Option<Done>
             (!from.is_empty()).then_some(Done::Mail(from))
         }
         WaitMode::All => {
-            let idle = targets.iter().all(|t| !t.state().scheduled);
+            let idle = targets.iter().all(|t| !t.state().active());
             idle.then(|| {
                 Done::AllIdle(
                     targets
