@@ -12,5 +12,6 @@ mod resume;
 mod rollout;
 mod sandbox;
 mod scenarios;
+mod settling;
 mod store;
 mod streaming;

@@ -1,0 +1,151 @@
+//! How a turn ends: the agent is free for its next turn at once, while its result settles
+//! (rollout barrier, result mail, final status) in the background. Waits, statuses and the
+//! store must still see the order the contract fixes.
+
+use arbor_protocol::{AgentStatus, Event, MailKind, ResponseItem};
+use serde_json::json;
+
+use arbor_tests::Session;
+
+/// Contents of the `FINAL_ANSWER` mails in an agent's `n`th request (0-based).
+fn results_in_request(s: &Session, path: &str, n: usize) -> Vec<String> {
+    let requests = s.model.requests_for(&Session::path(path));
+    requests[n]
+        .input
+        .iter()
+        .filter_map(|item| match item {
+            ResponseItem::Message { content, .. }
+                if content.starts_with("Message Type: FINAL_ANSWER") =>
+            {
+                content.rsplit("Payload:\n").next().map(str::to_string)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A follow-up that reaches an agent while it samples its final answer waits for the next
+/// turn; that turn starts right after, and a `wait_agent` in mode `all` covers both turns.
+#[tokio::test]
+async fn a_follow_up_during_the_final_answer_gets_its_own_turn_inside_the_wait() {
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "a", "message": "go"}},
+             {"call": "spawn_agent", "args": {"task_name": "b", "message": "go"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+            [{"say": "done"}]
+        ]},
+        {"match": "/root/a", "responses": [
+            [{"call": "exec_command", "args": {"cmd": "touch ready"}}],
+            // Long enough for b's follow-up to arrive while this answer is being sampled.
+            {"delay_ms": 500, "items": [{"say": "first"}]},
+            [{"say": "second: {{input}}"}]
+        ]},
+        {"match": "/root/b", "responses": [
+            [{"call": "exec_command", "args": {"cmd": "while [ ! -f ready ]; do sleep 0.01; done"}}],
+            [{"call": "followup_task", "args": {"target": "/root/a", "message": "again"}}],
+            [{"say": "b done"}]
+        ]}
+    ]});
+    let mut s = Session::new(script, |_| {}).await;
+    s.run("settle").await;
+    assert_eq!(
+        s.orch.root_status(),
+        AgentStatus::Completed(Some("done".into()))
+    );
+    let a = s.orch.agent(&Session::path("/root/a")).expect("a");
+    assert_eq!(
+        a.status,
+        AgentStatus::Completed(Some("second: again".into()))
+    );
+    // The wait returned only after a's second turn had settled: the root's next request
+    // carried all three results, a's in order.
+    let results = results_in_request(&s, "/root", 2);
+    assert_eq!(results.len(), 3, "{results:?}");
+    let first = results.iter().position(|r| r == "first").expect("first");
+    let second = results.iter().position(|r| r == "second: again");
+    assert!(second.is_some_and(|second| first < second), "{results:?}");
+    assert!(results.contains(&"b done".to_string()), "{results:?}");
+    // Every turn of a ended before the next began, and before the wait returned.
+    let order: Vec<String> = s
+        .seen
+        .iter()
+        .filter_map(|line| match &line.event {
+            Event::TurnStarted { path } if path.as_str() == "/root/a" => Some("start".into()),
+            Event::TurnCompleted { path, .. } if path.as_str() == "/root/a" => Some("end".into()),
+            Event::ToolResult { path, name, .. } if path.is_root() && name == "wait_agent" => {
+                Some("wait returned".into())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["start", "end", "start", "end", "wait returned"]);
+}
+
+/// A child's result mail is in the store before its final status is visible and before the
+/// parent's wait returns, even though the child's task moved on before it was committed.
+#[tokio::test]
+async fn results_are_committed_before_statuses_and_waits_see_them() {
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "w", "message": "work"}}],
+            [{"call": "wait_agent", "args": {"mode": "any", "timeout_ms": 60000}}],
+            [{"say": "heard back"}]
+        ]},
+        {"match": "/root/w", "responses": [[{"say": "result of {{input}}"}]]}
+    ]});
+    let mut s = Session::new(script, |_| {}).await;
+    s.orch.start("go").await.expect("start");
+    let status = s
+        .wait_event(|event| {
+            matches!(event, Event::AgentStatus { path, status: AgentStatus::Completed(_) }
+                if path.as_str() == "/root/w")
+        })
+        .await;
+    // The status event follows the commit: the result mail is already stored.
+    let sent = s
+        .seen
+        .iter()
+        .find_map(|l| match &l.event {
+            Event::MailSent {
+                id,
+                kind: MailKind::Result,
+                ..
+            } => Some(*id),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("status {status:?} came before the result was announced"));
+    assert!(s.orch.store().mail_known(sent).expect("read the store"));
+    s.orch.wait_quiescent().await;
+    s.drain();
+    assert_eq!(results_in_request(&s, "/root", 2), ["result of work"]);
+    let sent_before_status = s
+        .seen
+        .iter()
+        .position(|l| {
+            matches!(
+                &l.event,
+                Event::MailSent {
+                    kind: MailKind::Result,
+                    ..
+                }
+            )
+        })
+        .expect("mail.sent");
+    let final_status = s
+        .seen
+        .iter()
+        .position(|l| {
+            matches!(&l.event, Event::AgentStatus { path, status: AgentStatus::Completed(_) }
+                if path.as_str() == "/root/w")
+        })
+        .expect("final status");
+    let completed = s
+        .seen
+        .iter()
+        .position(
+            |l| matches!(&l.event, Event::TurnCompleted { path, .. } if path.as_str() == "/root/w"),
+        )
+        .expect("turn.completed");
+    assert!(completed < sent_before_status && sent_before_status < final_status);
+}
