@@ -129,6 +129,9 @@ pub struct Agent {
     resident: Mutex<Option<Resident>>,
     /// Serialises revivals and evictions of this agent.
     pub residency_lock: tokio::sync::Mutex<()>,
+    /// Serialises the turn-end barriers of this agent's rollout, and holds when the last one
+    /// started (see `turn_end`).
+    pub barriers: tokio::sync::Mutex<Option<std::time::Instant>>,
     /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
 }
@@ -158,6 +161,7 @@ impl Agent {
             }),
             resident: Mutex::new(None),
             residency_lock: tokio::sync::Mutex::new(()),
+            barriers: tokio::sync::Mutex::new(None),
             live: LiveProcesses::new(),
         })
     }
@@ -239,6 +243,22 @@ impl Agent {
     /// Syncs the rollout to disk on a blocking thread (a durability barrier).
     pub async fn sync_rollout(&self) -> Result<(), RolloutError> {
         sync_writer(self.rollout()?).await
+    }
+
+    /// The offset just after the last line of the rollout (0 when the agent is not resident).
+    pub fn rollout_end(&self) -> u64 {
+        self.with_writer(RolloutWriter::end)
+    }
+
+    /// Whether the rollout is on disk up to `end`.
+    pub fn rollout_synced_to(&self, end: u64) -> bool {
+        self.with_writer(RolloutWriter::synced_to) >= end
+    }
+
+    fn with_writer(&self, read: impl FnOnce(&RolloutWriter) -> u64) -> u64 {
+        self.lock_resident().as_ref().map_or(0, |r| {
+            read(&r.rollout.lock().unwrap_or_else(PoisonError::into_inner))
+        })
     }
 
     /// Bytes, lines and syncs written to this agent's rollout by its current writer.

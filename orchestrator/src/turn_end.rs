@@ -17,6 +17,11 @@ use crate::agent::Agent;
 use crate::mail;
 use crate::runtime::Inner;
 
+/// The least time between the starts of two turn-end barriers of one rollout. An agent whose
+/// turns end further apart (any agent on a real model) never waits; one ending turns faster
+/// shares a barrier among them.
+const BARRIER_SPACING: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// How a turn ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -77,6 +82,7 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
         // A mail that is not in its author's rollout is never sent.
         result = None;
     }
+    let end = agent.rollout_end();
     let owes_turn = {
         let mut state = agent.state();
         state.history.extend(outputs);
@@ -106,32 +112,53 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
     }
     let (inner, agent) = (Arc::clone(inner), Arc::clone(agent));
     inner.clone().tracker.spawn(async move {
-        settle(&inner, &agent, turn, status, closed, result).await;
+        settle(&inner, &agent, turn, end, status, closed, result).await;
     });
 }
 
-/// The background half of a turn's end: barrier, result mail, final status, wakes.
+/// The background half of a turn's end: barrier, result mail, final status, wakes. `end` is
+/// where the turn's lines end in the rollout.
 async fn settle(
     inner: &Arc<Inner>,
     agent: &Arc<Agent>,
     turn: u64,
+    end: u64,
     status: AgentStatus,
     closed: bool,
     result: Option<Result>,
 ) {
-    // Rollout first: the end line and the result's `mail_sent` line are on disk before the
-    // store holds the result.
-    if let Err(err) = agent.sync_rollout().await {
-        tracing::error!(path = %agent.path(), error = %err, "rollout sync failed");
-    }
-    if let Some(Result { parent, mail }) = result {
-        // The agent does not wait for this commit, so it may share the next one.
-        let ticket = inner
-            .store
-            .enqueue_mail_deferred(inner.session_id, parent.id(), &mail);
-        if let Err(err) = mail::publish(inner, &parent, &mail, ticket).await {
-            tracing::error!(path = %agent.path(), error = %err, "result mail not sent");
+    let sent = {
+        // One barrier at a time per rollout, each covering every line written before it: turns
+        // that end while one runs share the next. Result mails are queued under the same lock,
+        // so they reach the store in turn order.
+        let mut last = agent.barriers.lock().await;
+        if !agent.rollout_synced_to(end) {
+            // Barriers of one rollout start at least BARRIER_SPACING apart: an agent ending
+            // turns faster than that shares barriers instead of queueing one per turn.
+            if let Some(next) = last.map(|at| at + BARRIER_SPACING)
+                && next > std::time::Instant::now()
+            {
+                tokio::time::sleep_until(next.into()).await;
+            }
+            *last = Some(std::time::Instant::now());
+            // Rollout first: the end line and the result's `mail_sent` line are on disk before
+            // the store holds the result.
+            if let Err(err) = agent.sync_rollout().await {
+                tracing::error!(path = %agent.path(), error = %err, "rollout sync failed");
+            }
         }
+        // The agent does not wait for this commit, so it may share the next one.
+        result.map(|Result { parent, mail }| {
+            let ticket = inner
+                .store
+                .enqueue_mail_deferred(inner.session_id, parent.id(), &mail);
+            (parent, mail, ticket)
+        })
+    };
+    if let Some((parent, mail, ticket)) = sent
+        && let Err(err) = mail::publish(inner, &parent, &mail, ticket).await
+    {
+        tracing::error!(path = %agent.path(), error = %err, "result mail not sent");
     }
     // The final status, unless a newer turn has begun meanwhile (it owns the status now).
     let final_status = {

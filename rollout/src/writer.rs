@@ -307,6 +307,17 @@ impl RolloutWriter {
         &self.path
     }
 
+    /// The file's length: the offset just after the last line appended.
+    pub fn end(&self) -> u64 {
+        self.len
+    }
+
+    /// How much of the file is known to be on disk: every line ending at or before this
+    /// offset survives a power cut.
+    pub fn synced_to(&self) -> u64 {
+        self.synced_len
+    }
+
     /// What this writer has done so far.
     pub fn stats(&self) -> WriterStats {
         self.stats
