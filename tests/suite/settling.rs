@@ -149,3 +149,73 @@ async fn results_are_committed_before_statuses_and_waits_see_them() {
         .expect("turn.completed");
     assert!(completed < sent_before_status && sent_before_status < final_status);
 }
+
+/// Two agents rally follow-ups as fast as the scripted model goes, so their turns end faster
+/// than their rollouts are synced one by one: barriers are shared, yet every result reaches
+/// the parent once, in turn order per agent.
+#[tokio::test]
+async fn fast_turns_share_barriers_and_keep_their_results_in_order() {
+    const HOPS: usize = 40;
+    let mut ping = Vec::new();
+    let mut pong = vec![json!([{"say": "ready"}])];
+    for hop in 0..HOPS / 2 {
+        let (to_pong, to_ping) = (2 * hop + 1, 2 * hop + 2);
+        ping.push(json!([{"call": "followup_task", "args": {"target": "/root/pong", "message": format!("ball {to_pong:02}")}}]));
+        ping.push(json!([{"say": "{{input}} sent"}]));
+        pong.push(json!([{"call": "followup_task", "args": {"target": "/root/ping", "message": format!("ball {to_ping:02}")}}]));
+        pong.push(json!([{"say": "{{input}} sent"}]));
+    }
+    ping.push(json!([{"say": "over"}]));
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "pong", "message": "wait"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+            [{"call": "spawn_agent", "args": {"task_name": "ping", "message": "serve"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+            [{"say": "rally over"}]
+        ]},
+        {"match": "/root/ping", "responses": ping},
+        {"match": "/root/pong", "responses": pong}
+    ]});
+    // One child turn at a time, so that every ball starts a turn of its own.
+    let mut s = Session::new(script, |c| c.max_running = 1).await;
+    s.run("rally").await;
+    assert_eq!(
+        s.orch.root_status(),
+        AgentStatus::Completed(Some("rally over".into()))
+    );
+    let results = results_in_request(&s, "/root", 4);
+    let from = |parity: usize| -> Vec<String> {
+        results
+            .iter()
+            .filter(|r| {
+                r.strip_prefix("ball ")
+                    .and_then(|r| r.get(..2))
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .is_some_and(|n| n % 2 == parity)
+            })
+            .cloned()
+            .collect()
+    };
+    // Pong's turns answer the odd balls, ping's the even ones; ping answers the last ball,
+    // the 40th, with "over".
+    let expected = |parity: usize| -> Vec<String> {
+        (1..HOPS)
+            .filter(|n| n % 2 == parity)
+            .map(|n| format!("ball {n:02} sent"))
+            .collect()
+    };
+    assert_eq!(from(1), expected(1));
+    assert_eq!(from(0), expected(0));
+    for first in ["ready", "serve sent", "over"] {
+        assert!(results.contains(&first.to_string()), "{results:?}");
+    }
+    assert_eq!(results.len(), HOPS + 2, "{results:?}");
+    let syncs = s.orch.rollout_totals().syncs;
+    let turns = s
+        .seen
+        .iter()
+        .filter(|l| matches!(l.event, Event::TurnCompleted { .. }))
+        .count() as u64;
+    assert!(syncs <= turns + 8, "{syncs} syncs for {turns} turns");
+}
