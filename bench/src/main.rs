@@ -95,6 +95,29 @@ pub fn peak_rss_kib() -> u64 {
     u64::try_from(rusage().ru_maxrss).unwrap_or(0)
 }
 
+/// The median time, in microseconds, of one durable 4 KiB overwrite (`write` + `fdatasync`)
+/// in `dir`, over `runs`: what one sync costs on this disk right now, to read the figures
+/// that depend on it against.
+pub fn sync_cost_us(dir: &Path, runs: usize) -> Result<f64, String> {
+    use std::io::{Seek, SeekFrom, Write};
+
+    let path = dir.join("sync-probe");
+    let mut file = std::fs::File::create(&path).map_err(|e| format!("cannot create probe: {e}"))?;
+    let block = [0x5a_u8; 4096];
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = std::time::Instant::now();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.write_all(&block))
+            .and_then(|()| file.sync_data())
+            .map_err(|e| format!("probe write failed: {e}"))?;
+        samples.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    std::fs::remove_file(&path).map_err(|e| format!("cannot remove probe: {e}"))?;
+    samples.sort_by(f64::total_cmp);
+    Ok(samples.get(runs / 2).copied().unwrap_or_default())
+}
+
 /// Total size of the files under `path` (or of the file itself).
 pub fn dir_bytes(path: &Path) -> u64 {
     match std::fs::metadata(path) {

@@ -289,25 +289,14 @@ fn enqueue_from_tasks(
 /// Syncs one overwritten 4 KiB block repeatedly: the most one-at-a-time durable commits per
 /// second this disk allows, to read the sequential enqueue figure against.
 fn fsync_ceiling(dir: &std::path::Path) -> Result<(), String> {
-    use std::io::{Seek, SeekFrom, Write};
-
-    let path = dir.join("fsync-probe");
-    let mut file = std::fs::File::create(&path).map_err(|e| format!("cannot create probe: {e}"))?;
-    let block = [0x5a_u8; 4096];
-    let start = Instant::now();
-    for _ in 0..SEQUENTIAL_MAILS / 4 {
-        file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.write_all(&block))
-            .and_then(|()| file.sync_data())
-            .map_err(|e| format!("probe write failed: {e}"))?;
-    }
-    let elapsed = start.elapsed();
+    let median_us = crate::sync_cost_us(dir, SEQUENTIAL_MAILS / 4)?;
     crate::report(json!({
         "bench": "store.fsync_ceiling",
         "syncs": SEQUENTIAL_MAILS / 4,
-        "per_second": ((SEQUENTIAL_MAILS / 4) as f64 / elapsed.as_secs_f64()).round(),
+        "median_us": (median_us * 10.0).round() / 10.0,
+        "per_second": (1e6 / median_us).round(),
     }));
-    std::fs::remove_file(&path).map_err(|e| format!("cannot remove probe: {e}"))
+    Ok(())
 }
 
 fn report_rate(bench: &str, count: usize, elapsed: Duration, goal: u64, commits: u64) {
