@@ -179,13 +179,18 @@ impl Inner {
     /// Sets an agent's status: memory first, then the store (queued behind earlier writes, so
     /// the store never shows an older status after a newer one), then the event.
     pub fn set_status(&self, agent: &Agent, status: AgentStatus) {
-        agent.state().status = status.clone();
+        let previous = std::mem::replace(&mut agent.state().status, status.clone());
         self.persist_status(agent, &status);
+        let quiet = in_flight(&previous) && in_flight(&status);
         self.events.emit(Event::AgentStatus {
             path: agent.path().clone(),
             status,
         });
-        self.bump();
+        // Moving between the statuses of a busy agent changes no waiter's condition (those
+        // follow `scheduled`, settling, mail and approvals, which wake waiters themselves).
+        if !quiet {
+            self.bump();
+        }
     }
 
     /// Mirrors a status into the thread index without waiting for the commit.
@@ -323,4 +328,15 @@ impl Inner {
     fn lock_resident(&self) -> std::sync::MutexGuard<'_, lru::LruCache<ThreadId, ()>> {
         self.resident.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Statuses of an agent whose turn is queued or under way, short of an approval.
+fn in_flight(status: &AgentStatus) -> bool {
+    matches!(
+        status,
+        AgentStatus::PendingInit
+            | AgentStatus::Queued
+            | AgentStatus::Running
+            | AgentStatus::Waiting
+    )
 }
