@@ -1,11 +1,11 @@
-//! The writer thread's inbox. Urgent writes travel on a crossbeam channel that wakes the writer
-//! at once. Writes that may wait (lazy projections, deferred mail) wait in a side list, each
-//! with the instant it wants its commit by; they wake the writer only when it is parked (once
-//! per park), so that it can run them ahead of the next commit.
+//! The writer thread's inbox. Urgent writes travel on a crossbeam channel that wakes the
+//! writer at once. Writes that may wait (lazy projections, deferred mail) wait in a side list
+//! and wake the writer only when they bring its deadline forward, so a burst of status updates
+//! costs the writer no wake-ups of its own.
 //!
 //! Order: every send holds the inbox lock, and an urgent send first moves the waiting writes
 //! onto the channel ahead of itself; the writer takes the side list under the same lock, only
-//! after emptying the channel. So writes run in the order they were submitted.
+//! after emptying the channel. So writes reach a transaction in the order they were submitted.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -18,17 +18,13 @@ use crate::writer::Job;
 pub(crate) enum Msg {
     /// A write to commit now.
     Job(Box<dyn Job>),
-    /// A write that waited in the side list, with the instant it wants its commit by; the
-    /// urgent job that moved it follows.
-    Waited(Box<dyn Job>, Instant),
-    /// The side list has writes for a parked writer.
-    Nudge,
+    /// A write that waited in the side list; the urgent job that moved it follows.
+    Waited(Box<dyn Job>),
+    /// Waiting writes want a commit by this instant.
+    Due(Instant),
     /// Finish what came before, then stop.
     Stop,
 }
-
-/// A write and the instant it wants its commit by.
-pub(crate) type Queued = (Box<dyn Job>, Instant);
 
 /// The sending side, shared by every handle of one store.
 pub(crate) struct Inbox {
@@ -38,11 +34,9 @@ pub(crate) struct Inbox {
 
 #[derive(Default)]
 struct Side {
-    waiting: Vec<Queued>,
-    /// The writer is blocked on the channel (or about to be).
-    parked: bool,
-    /// A nudge is on its way since the writer parked.
-    nudged: bool,
+    waiting: Vec<Box<dyn Job>>,
+    /// The earliest deadline the writer has been told about for `waiting`.
+    due: Option<Instant>,
     /// No more writes are taken.
     closed: bool,
 }
@@ -51,7 +45,7 @@ struct Side {
 pub(crate) struct Drained {
     /// A stop request was among the messages.
     pub stop: bool,
-    /// The group is full and more is queued: commit right away.
+    /// The group is full and more is queued: commit again right away.
     pub more: bool,
 }
 
@@ -88,10 +82,11 @@ impl Inbox {
         if side.closed {
             return;
         }
-        side.waiting.push((job, Instant::now() + window));
-        if side.parked && !side.nudged {
-            side.nudged = true;
-            let _ = self.tx.send(Msg::Nudge);
+        side.waiting.push(job);
+        let due = Instant::now() + window;
+        if side.due.is_none_or(|known| due < known) {
+            side.due = Some(due);
+            let _ = self.tx.send(Msg::Due(due));
         }
     }
 
@@ -108,52 +103,32 @@ impl Inbox {
 
     /// Moves the waiting writes onto the channel, ahead of what comes next.
     fn flush(&self, side: &mut Side) {
-        for (job, due) in side.waiting.drain(..) {
-            let _ = self.tx.send(Msg::Waited(job, due));
+        side.due = None;
+        for job in side.waiting.drain(..) {
+            let _ = self.tx.send(Msg::Waited(job));
         }
     }
 
-    /// The writer is about to block on the channel: true when it may (nothing waits in the
-    /// side list), after which the next waiting write nudges it.
-    pub fn park(&self) -> bool {
+    /// The writer's side: takes every queued message (up to `max` jobs in `group`), then the
+    /// waiting writes, in submission order.
+    pub fn drain(&self, rx: &Receiver<Msg>, group: &mut Vec<Box<dyn Job>>, max: usize) -> Drained {
         let mut side = self.side();
-        if !side.waiting.is_empty() {
-            return false;
-        }
-        side.parked = true;
-        side.nudged = false;
-        true
-    }
-
-    /// The writer's side: takes every queued message (up to `max` writes in `batch`), then the
-    /// waiting writes, in submission order. An urgent write wants its commit now.
-    pub fn drain(&self, rx: &Receiver<Msg>, batch: &mut Vec<Queued>, max: usize) -> Drained {
-        let mut side = self.side();
-        side.parked = false;
         let mut stop = false;
-        while batch.len() < max {
+        while group.len() < max {
             match rx.try_recv() {
-                Ok(msg) => stop |= take(msg, batch),
+                Ok(Msg::Job(job) | Msg::Waited(job)) => group.push(job),
+                Ok(Msg::Due(_)) => {}
+                Ok(Msg::Stop) => stop = true,
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
                     // Everything on the channel is older than the side list: take it too.
-                    batch.append(&mut side.waiting);
+                    group.append(&mut side.waiting);
+                    side.due = None;
                     return Drained { stop, more: false };
                 }
             }
         }
         Drained { stop, more: true }
     }
-}
-
-/// Adds a message's write to `batch`; true for a stop request.
-pub(crate) fn take(msg: Msg, batch: &mut Vec<Queued>) -> bool {
-    match msg {
-        Msg::Job(job) => batch.push((job, Instant::now())),
-        Msg::Waited(job, due) => batch.push((job, due)),
-        Msg::Nudge => {}
-        Msg::Stop => return true,
-    }
-    false
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::StoreError;
 use crate::error::OpResult;
-use crate::inbox::{Inbox, Msg, Queued, take};
+use crate::inbox::{Inbox, Msg};
 
 /// The longest a lazy write (a projection nobody waits on) waits for company before it
 /// commits on its own.
@@ -145,11 +145,6 @@ where
 
 /// The writer thread's body: runs until a stop request or until every sender is gone. Counts
 /// committed groups in `commits`.
-///
-/// Writes run as soon as they arrive, inside one open transaction (each in its own savepoint);
-/// the transaction commits once an urgent write has run or the earliest deadline of the
-/// waiting ones has come. So the work of lazy writes is done while the writer would otherwise
-/// be idle, and an urgent write waits only for its own statements and the commit.
 pub(crate) fn run(
     conn: Connection,
     path: Arc<Path>,
@@ -157,34 +152,35 @@ pub(crate) fn run(
     jobs: Receiver<Msg>,
     commits: Arc<AtomicU64>,
 ) {
-    let mut open = Open {
-        conn: &conn,
-        path: &path,
-        commits: &commits,
-        ran: Vec::new(),
-        broken: None,
-        due: None,
-    };
-    let mut batch: Vec<Queued> = Vec::new();
+    let mut group: Vec<Box<dyn Job>> = Vec::new();
+    // When waiting writes want their commit.
+    let mut due: Option<Instant> = None;
     loop {
+        let next = match due {
+            Some(at) => jobs.recv_deadline(at).map_err(|err| err.is_disconnected()),
+            None => jobs.recv().map_err(|_| true),
+        };
         let mut stop = false;
-        if inbox.park() {
-            let next = match open.due {
-                Some(at) => jobs.recv_deadline(at).map_err(|err| err.is_disconnected()),
-                None => jobs.recv().map_err(|_| true),
-            };
-            match next {
-                Ok(msg) => stop |= take(msg, &mut batch),
-                Err(disconnected) => stop |= disconnected,
+        match next {
+            Ok(Msg::Job(job)) => group.push(job),
+            Ok(Msg::Waited(job)) => {
+                // The urgent job that moved it is right behind.
+                group.push(job);
+                continue;
             }
+            Ok(Msg::Due(at)) => {
+                due = Some(due.map_or(at, |known| known.min(at)));
+                continue;
+            }
+            Ok(Msg::Stop) | Err(true) => stop = true,
+            // The deadline passed: commit what waits.
+            Err(false) => {}
         }
-        let drained = inbox.drain(&jobs, &mut batch, MAX_GROUP.saturating_sub(open.ran.len()));
+        let drained = inbox.drain(&jobs, &mut group, MAX_GROUP);
         stop |= drained.stop;
-        for (job, due) in batch.drain(..) {
-            open.run(job, due);
-        }
-        if stop || drained.more || open.due.is_some_and(|due| due <= Instant::now()) {
-            open.commit();
+        due = drained.more.then(Instant::now);
+        if !group.is_empty() {
+            run_group(&conn, &path, &mut group, &commits);
         }
         if stop {
             break;
@@ -192,81 +188,53 @@ pub(crate) fn run(
     }
     // Jobs still queued after a stop are dropped; their tickets resolve to `Closed`.
     drop(jobs);
-    drop(open);
     let _ = conn.close();
 }
 
-/// The writer's open transaction: the jobs that ran in it, waiting for its commit.
-struct Open<'a> {
-    conn: &'a Connection,
-    path: &'a Path,
-    commits: &'a AtomicU64,
-    ran: Vec<Box<dyn Job>>,
-    /// Why the transaction cannot commit any more (every job in it then fails).
-    broken: Option<String>,
-    /// The earliest instant a job that ran wants its commit by.
-    due: Option<Instant>,
-}
-
-impl Open<'_> {
-    /// Runs `job` in its own savepoint, opening the transaction first if needed.
-    fn run(&mut self, mut job: Box<dyn Job>, due: Instant) {
-        if self.ran.is_empty()
-            && let Err(err) = exec(self.conn, "BEGIN IMMEDIATE")
-        {
-            let message = format!("cannot begin the write transaction: {err}");
-            job.finish(self.path, Some(&message));
-            return;
+/// Runs `group` in one transaction, each job in its own savepoint, commits once (counting it in
+/// `commits`), then answers.
+fn run_group(conn: &Connection, path: &Path, group: &mut Vec<Box<dyn Job>>, commits: &AtomicU64) {
+    if let Err(err) = exec(conn, "BEGIN IMMEDIATE") {
+        let message = format!("cannot begin the write transaction: {err}");
+        for job in group.drain(..) {
+            job.finish(path, Some(&message));
         }
-        if self.broken.is_none() {
-            self.broken = run_in_savepoint(self.conn, job.as_mut());
-        }
-        // SQLite rolls a transaction back on its own after some errors (I/O, disk full).
-        if self.broken.is_none() && self.conn.is_autocommit() {
-            self.broken = Some("the transaction was rolled back by sqlite".into());
-        }
-        self.due = Some(self.due.map_or(due, |known| known.min(due)));
-        self.ran.push(job);
+        return;
     }
-
-    /// Commits (counting it in `commits`), then answers every job that ran.
-    fn commit(&mut self) {
-        if self.ran.is_empty() {
-            return;
+    let mut broken: Option<String> = None;
+    for job in group.iter_mut() {
+        if let Err(err) = exec(conn, "SAVEPOINT job") {
+            broken = Some(format!("cannot open a savepoint: {err}"));
+            break;
         }
-        let commit = match self.broken.take() {
-            Some(message) => Err(message),
-            None => exec(self.conn, "COMMIT").map_err(|err| err.to_string()),
+        let ok = job.run(conn);
+        let close = if ok {
+            exec(conn, "RELEASE job")
+        } else {
+            exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
         };
-        if commit.is_err() && !self.conn.is_autocommit() {
-            let _ = exec(self.conn, "ROLLBACK");
+        if let Err(err) = close {
+            // A failed job's changes might survive: give up the whole group instead.
+            broken = Some(format!("cannot close a savepoint: {err}"));
+            break;
         }
-        let commit = commit.err();
-        if commit.is_none() {
-            self.commits.fetch_add(1, Ordering::Relaxed);
-        }
-        for job in self.ran.drain(..) {
-            job.finish(self.path, commit.as_deref());
-        }
-        self.due = None;
     }
-}
-
-/// Runs a job inside its own savepoint; returns why the transaction cannot go on, if so.
-fn run_in_savepoint(conn: &Connection, job: &mut dyn Job) -> Option<String> {
-    if let Err(err) = exec(conn, "SAVEPOINT job") {
-        return Some(format!("cannot open a savepoint: {err}"));
-    }
-    let ok = job.run(conn);
-    let close = if ok {
-        exec(conn, "RELEASE job")
-    } else {
-        exec(conn, "ROLLBACK TO job").and_then(|()| exec(conn, "RELEASE job"))
+    let commit = match broken {
+        Some(message) => Err(message),
+        // SQLite rolls a transaction back on its own after some errors (I/O, disk full).
+        None if conn.is_autocommit() => Err("the transaction was rolled back by sqlite".into()),
+        None => exec(conn, "COMMIT").map_err(|err| err.to_string()),
     };
-    // A failed job's changes might survive: give up the whole transaction instead.
-    close
-        .err()
-        .map(|err| format!("cannot close a savepoint: {err}"))
+    if commit.is_err() && !conn.is_autocommit() {
+        let _ = exec(conn, "ROLLBACK");
+    }
+    let commit = commit.err();
+    if commit.is_none() {
+        commits.fetch_add(1, Ordering::Relaxed);
+    }
+    for job in group.drain(..) {
+        job.finish(path, commit.as_deref());
+    }
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
