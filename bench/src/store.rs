@@ -140,6 +140,44 @@ fn bfs(store: &Store) -> Result<(), String> {
 }
 
 /// Times durable mail enqueue: one at a time, many concurrent enqueuers, and batches.
+/// The median time, in microseconds, of one durable mail commit through a fresh store in
+/// `dir`, alone (`runs` in a row): the store's share of anything that commits mail one at a
+/// time.
+pub fn mail_commit_us(dir: &std::path::Path, runs: usize) -> Result<f64, String> {
+    let err = |e: arbor_agent_graph::StoreError| e.to_string();
+    let store = Store::open(&dir.join("commit-probe")).map_err(err)?;
+    let session = ThreadId::new();
+    let recipient = ThreadId::new();
+    let to = AgentPath::root().join("probe").map_err(|e| e.to_string())?;
+    store
+        .upsert_thread(record(session, session, None, AgentPath::root()))
+        .wait()
+        .map_err(err)?;
+    store
+        .upsert_thread(record(recipient, session, Some(session), to.clone()))
+        .wait()
+        .map_err(err)?;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let mail = Mail::new(
+            AgentPath::root(),
+            to.clone(),
+            MailKind::Message,
+            "probe".into(),
+        );
+        let start = Instant::now();
+        store
+            .enqueue_mail(session, recipient, &mail)
+            .wait()
+            .map_err(err)?;
+        samples.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    store.close();
+    std::fs::remove_dir_all(dir.join("commit-probe")).map_err(|e| e.to_string())?;
+    samples.sort_by(f64::total_cmp);
+    Ok(samples.get(runs / 2).copied().unwrap_or_default())
+}
+
 fn mail(store: &Store) -> Result<(), String> {
     let err = |e: arbor_agent_graph::StoreError| e.to_string();
     let session = ThreadId::new();
