@@ -31,10 +31,7 @@ impl Store {
         recipient_id: ThreadId,
         mail: &Mail,
     ) -> Ticket<()> {
-        let mail = mail.clone();
-        self.submit("enqueue mail", move |conn| {
-            insert_mail(conn, session_id, recipient_id, &mail)
-        })
+        self.submit("enqueue mail", inserting(session_id, recipient_id, mail))
     }
 
     /// Like [`Self::enqueue_mail`], but the commit may wait up to a millisecond for other
@@ -46,10 +43,11 @@ impl Store {
         recipient_id: ThreadId,
         mail: &Mail,
     ) -> Ticket<()> {
-        let mail = mail.clone();
-        self.submit_within("enqueue mail", crate::writer::DEFER_WINDOW, move |conn| {
-            insert_mail(conn, session_id, recipient_id, &mail)
-        })
+        self.submit_within(
+            "enqueue mail",
+            crate::writer::DEFER_WINDOW,
+            inserting(session_id, recipient_id, mail),
+        )
     }
 
     /// Stores many mails in one transaction: all of them or none.
@@ -152,6 +150,16 @@ impl Store {
             Ok(out)
         })
     }
+}
+
+/// The write that stores `mail` for `recipient`.
+fn inserting(
+    session: ThreadId,
+    recipient: ThreadId,
+    mail: &Mail,
+) -> impl FnOnce(&Connection) -> OpResult<()> + Send + 'static {
+    let mail = mail.clone();
+    move |conn| insert_mail(conn, session, recipient, &mail)
 }
 
 fn insert_mail(

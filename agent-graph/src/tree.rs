@@ -127,13 +127,9 @@ impl SessionTree {
         let order = self.preorder();
         for (node, _, _) in &order {
             let record = &self.graph[*node];
-            let label = [
-                record.path.to_string(),
-                who(record),
-                status_line(&record.status),
-            ]
-            .map(|line| dot_escape(&line))
-            .join("\\n");
+            let label = label_lines(record)
+                .map(|line| dot_escape(&line))
+                .join("\\n");
             let _ = writeln!(out, "  \"{}\" [label=\"{label}\"];", record.id);
         }
         for (node, _, _) in &order {
@@ -157,13 +153,9 @@ impl SessionTree {
         let order = self.preorder();
         for (node, _, _) in &order {
             let record = &self.graph[*node];
-            let label = [
-                record.path.to_string(),
-                who(record),
-                status_line(&record.status),
-            ]
-            .map(|line| mermaid_escape(&line))
-            .join("<br/>");
+            let label = label_lines(record)
+                .map(|line| mermaid_escape(&line))
+                .join("<br/>");
             let _ = writeln!(out, "  n{}[\"{label}\"]", node.index());
         }
         for (node, _, _) in &order {
@@ -204,6 +196,15 @@ impl SessionTree {
 }
 
 /// `(nickname, role)`, or `(role)` without a nickname.
+/// A node's label in a drawing, line by line: path, who, status.
+fn label_lines(record: &ThreadRecord) -> [String; 3] {
+    [
+        record.path.to_string(),
+        who(record),
+        status_line(&record.status),
+    ]
+}
+
 fn who(record: &ThreadRecord) -> String {
     match &record.nickname {
         Some(nickname) => format!("({nickname}, {})", record.role),

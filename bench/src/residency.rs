@@ -7,10 +7,7 @@ use std::time::Instant;
 
 use arbor_model::ScriptedModel;
 use arbor_orchestrator::{Orchestrator, RunConfig};
-use arbor_protocol::{
-    AgentPath, AgentStatus, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, SessionMeta,
-    ThreadId,
-};
+use arbor_protocol::{AgentStatus, ResponseItem, RolloutItem};
 use arbor_rollout::{Replay, RolloutWriter, read_rollout};
 use serde_json::{Value, json};
 
@@ -37,22 +34,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 pub fn revive_latency() -> Result<(), String> {
     let dir = bench_dir()?;
     for items in [100usize, 1_000, 10_000] {
-        let id = ThreadId::new();
-        let meta = SessionMeta {
-            thread_id: id,
-            session_id: id,
-            parent_id: None,
-            path: AgentPath::root(),
-            depth: 0,
-            nickname: None,
-            role: "default".into(),
-            model: "m".into(),
-            effort: None,
-            sandbox: "workspace-write".into(),
-            cwd: "/w".into(),
-            format_version: ROLLOUT_FORMAT_VERSION,
-        };
-        let mut writer = RolloutWriter::create(dir.path(), &meta).map_err(err)?;
+        let mut writer = RolloutWriter::create(dir.path(), &crate::rollout::meta()).map_err(err)?;
         let batch: Vec<RolloutItem> = (0..items)
             .map(|i| {
                 RolloutItem::ResponseItem(ResponseItem::Message {

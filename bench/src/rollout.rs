@@ -67,7 +67,8 @@ fn typical_item() -> Result<RolloutItem, String> {
     Ok(message(content))
 }
 
-fn meta() -> SessionMeta {
+/// The header of a fresh root rollout.
+pub fn meta() -> SessionMeta {
     let id = ThreadId::new();
     SessionMeta {
         thread_id: id,

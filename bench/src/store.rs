@@ -139,16 +139,12 @@ fn bfs(store: &Store) -> Result<(), String> {
     Ok(())
 }
 
-/// Times durable mail enqueue: one at a time, many concurrent enqueuers, and batches.
-/// The median time, in microseconds, of one durable mail commit through a fresh store in
-/// `dir`, alone (`runs` in a row): the store's share of anything that commits mail one at a
-/// time.
-pub fn mail_commit_us(dir: &std::path::Path, runs: usize) -> Result<f64, String> {
+/// A session root and one recipient in `store`, for mail: (session id, recipient id, its path).
+fn mailbox(store: &Store) -> Result<(ThreadId, ThreadId, AgentPath), String> {
     let err = |e: arbor_agent_graph::StoreError| e.to_string();
-    let store = Store::open(&dir.join("commit-probe")).map_err(err)?;
     let session = ThreadId::new();
     let recipient = ThreadId::new();
-    let to = AgentPath::root().join("probe").map_err(|e| e.to_string())?;
+    let to = AgentPath::root().join("inbox").map_err(|e| e.to_string())?;
     store
         .upsert_thread(record(session, session, None, AgentPath::root()))
         .wait()
@@ -157,6 +153,16 @@ pub fn mail_commit_us(dir: &std::path::Path, runs: usize) -> Result<f64, String>
         .upsert_thread(record(recipient, session, Some(session), to.clone()))
         .wait()
         .map_err(err)?;
+    Ok((session, recipient, to))
+}
+
+/// The median time, in microseconds, of one durable mail commit through a fresh store in
+/// `dir`, alone (`runs` in a row): the store's share of anything that commits mail one at a
+/// time.
+pub fn mail_commit_us(dir: &std::path::Path, runs: usize) -> Result<f64, String> {
+    let err = |e: arbor_agent_graph::StoreError| e.to_string();
+    let store = Store::open(&dir.join("commit-probe")).map_err(err)?;
+    let (session, recipient, to) = mailbox(&store)?;
     let mut samples = Vec::with_capacity(runs);
     for _ in 0..runs {
         let mail = Mail::new(
@@ -178,19 +184,10 @@ pub fn mail_commit_us(dir: &std::path::Path, runs: usize) -> Result<f64, String>
     Ok(samples.get(runs / 2).copied().unwrap_or_default())
 }
 
+/// Times durable mail enqueue: one at a time, many concurrent enqueuers, and batches.
 fn mail(store: &Store) -> Result<(), String> {
     let err = |e: arbor_agent_graph::StoreError| e.to_string();
-    let session = ThreadId::new();
-    let recipient = ThreadId::new();
-    let to = AgentPath::root().join("inbox").map_err(|e| e.to_string())?;
-    store
-        .upsert_thread(record(session, session, None, AgentPath::root()))
-        .wait()
-        .map_err(err)?;
-    store
-        .upsert_thread(record(recipient, session, Some(session), to.clone()))
-        .wait()
-        .map_err(err)?;
+    let (session, recipient, to) = mailbox(store)?;
     let mail = || {
         Mail::new(
             AgentPath::root(),

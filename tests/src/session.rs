@@ -139,6 +139,16 @@ impl Session {
         self.seen.iter().map(|l| l.event.type_name()).collect()
     }
 
+    /// The payloads of the mails of one type (`NEW_TASK`, `MESSAGE`, `FINAL_ANSWER`) in the
+    /// `n`th request (0-based) that `path` sent.
+    pub fn mail_in_request(&self, path: &str, n: usize, label: &str) -> Vec<String> {
+        let requests = self.model.requests_for(&Self::path(path));
+        let request = requests
+            .get(n)
+            .unwrap_or_else(|| panic!("{path} made only {} requests", requests.len()));
+        crate::mail_payloads(&request.input, label)
+    }
+
     pub fn path(text: &str) -> AgentPath {
         AgentPath::parse(text).expect("valid path")
     }

@@ -520,7 +520,7 @@ fn results_in(body: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|item| item["content"][0]["text"].as_str())
         .filter(|text| text.contains("Sender: /root/worker_"))
-        .filter_map(|text| text.rsplit("Payload:\n").next().map(str::to_string))
+        .map(|text| arbor_tests::payload(text).to_string())
         .collect();
     found.sort();
     found

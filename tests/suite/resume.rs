@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arbor_model::ScriptedModel;
 use arbor_orchestrator::{Orchestrator, RunConfig};
-use arbor_protocol::{AgentPath, AgentStatus, MailKind, ResponseItem, RolloutItem};
+use arbor_protocol::{AgentPath, AgentStatus, MailKind, RolloutItem};
 use arbor_rollout::read_rollout;
 use serde_json::{Value, json};
 
@@ -172,18 +172,7 @@ async fn resume_of_fifty_agents_spends_nothing_until_a_followup_reaches_the_same
         worker_7.as_str().expect("id")
     );
     // Its history is day one's: the spawn task and its answer, then the follow-up.
-    let history: Vec<String> = requests[0]
-        .input
-        .iter()
-        .map(|item| match item {
-            ResponseItem::Message { content, .. } => content
-                .rsplit("Payload:\n")
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-            other => format!("{other:?}"),
-        })
-        .collect();
+    let history = arbor_tests::texts(&requests[0].input);
     assert_eq!(history, ["task 7", "worker_7 did task 7", "once more"]);
     let view = orch
         .agent(&AgentPath::parse("/root/worker_7").expect("path"))

@@ -5,32 +5,6 @@ use serde_json::{Value, json};
 
 use arbor_tests::Session;
 
-/// Messages in an agent's `n`th request (0-based) that are mail of the given type.
-fn mail_items(s: &Session, path: &str, n: usize, label: &str) -> Vec<String> {
-    let requests = s.model.requests_for(&Session::path(path));
-    let request = requests
-        .get(n)
-        .unwrap_or_else(|| panic!("{path} made only {} requests", requests.len()));
-    request
-        .input
-        .iter()
-        .filter_map(|item| match item {
-            ResponseItem::Message { content, .. }
-                if content.starts_with(&format!("Message Type: {label}")) =>
-            {
-                Some(
-                    content
-                        .rsplit("Payload:\n")
-                        .next()
-                        .unwrap_or_default()
-                        .to_string(),
-                )
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 fn completed(text: &str) -> AgentStatus {
     AgentStatus::Completed(Some(text.to_string()))
 }
@@ -73,7 +47,7 @@ async fn root_spawns_workers_waits_and_summarises() {
     let spawned = json_of(&s.tool_results("/root")[0].1);
     assert_eq!(spawned["task_name"], "/root/worker_a");
     // The root's last request carried both results.
-    let mut finals = mail_items(&s, "/root", 2, "FINAL_ANSWER");
+    let mut finals = s.mail_in_request("/root", 2, "FINAL_ANSWER");
     finals.sort();
     assert_eq!(finals, ["done with task a", "done with task b"]);
 }
@@ -202,11 +176,11 @@ async fn queue_only_mail_waits_then_a_followup_delivers_it_first() {
     let requests = s.model.requests_for(&Session::path("/root/w"));
     assert_eq!(requests.len(), 2, "queue-only mail woke nobody");
     assert_eq!(
-        mail_items(&s, "/root/w", 1, "MESSAGE"),
+        s.mail_in_request("/root/w", 1, "MESSAGE"),
         ["note one", "note two"]
     );
     assert_eq!(
-        mail_items(&s, "/root/w", 1, "NEW_TASK"),
+        s.mail_in_request("/root/w", 1, "NEW_TASK"),
         ["start", "now work"]
     );
     let last = requests[1].input.iter().rev().find_map(|i| match i {
@@ -244,10 +218,13 @@ async fn mail_to_a_running_agent_joins_its_next_request() {
     let w = s.model.requests_for(&Session::path("/root/w"));
     assert_eq!(w.len(), 2, "the note did not start a second turn");
     assert_eq!(
-        mail_items(&s, "/root/w", 0, "MESSAGE"),
+        s.mail_in_request("/root/w", 0, "MESSAGE"),
         Vec::<String>::new()
     );
-    assert_eq!(mail_items(&s, "/root/w", 1, "MESSAGE"), ["mid-turn note"]);
+    assert_eq!(
+        s.mail_in_request("/root/w", 1, "MESSAGE"),
+        ["mid-turn note"]
+    );
     assert_eq!(
         s.orch.agent(&Session::path("/root/w")).expect("w").status,
         completed("read mid-turn note")
@@ -314,7 +291,7 @@ async fn wait_agent_modes_timeouts_and_bad_targets() {
         "{all}"
     );
     // Waiting never consumed the result: it reached the root's next request.
-    assert_eq!(mail_items(&s, "/root", 7, "FINAL_ANSWER"), ["slow done"]);
+    assert_eq!(s.mail_in_request("/root", 7, "FINAL_ANSWER"), ["slow done"]);
 }
 
 #[tokio::test]
@@ -403,7 +380,7 @@ async fn interrupt_stops_the_turn_and_keeps_the_agent_usable() {
         s.orch.agent(&Session::path("/root/w")).expect("w").status,
         completed("back: try again")
     );
-    let results = mail_items(&s, "/root", 6, "FINAL_ANSWER");
+    let results = s.mail_in_request("/root", 6, "FINAL_ANSWER");
     assert_eq!(results, ["interrupted: interrupted", "back: try again"]);
 }
 
@@ -488,7 +465,7 @@ async fn results_go_to_the_direct_parent_only_and_wake_it_once() {
     s.run("results").await;
     let root_requests = s.model.requests_for(&Session::path("/root"));
     assert_eq!(root_requests.len(), 3, "root woken exactly once");
-    let mut finals = mail_items(&s, "/root", 2, "FINAL_ANSWER");
+    let mut finals = s.mail_in_request("/root", 2, "FINAL_ANSWER");
     finals.sort();
     assert_eq!(finals, ["a got b result", "z result"]);
     for request in &root_requests {
@@ -498,7 +475,10 @@ async fn results_go_to_the_direct_parent_only_and_wake_it_once() {
             "b's result reached the root"
         );
     }
-    assert_eq!(mail_items(&s, "/root/a", 2, "FINAL_ANSWER"), ["b result"]);
+    assert_eq!(
+        s.mail_in_request("/root/a", 2, "FINAL_ANSWER"),
+        ["b result"]
+    );
     let woken = ["woken with z result", "woken with a got b result"].map(completed);
     assert!(
         woken.contains(&s.orch.root_status()),

@@ -2,27 +2,10 @@
 //! (rollout barrier, result mail, final status) in the background. Waits, statuses and the
 //! store must still see the order the contract fixes.
 
-use arbor_protocol::{AgentStatus, Event, MailKind, ResponseItem};
+use arbor_protocol::{AgentStatus, Event, MailKind};
 use serde_json::json;
 
 use arbor_tests::Session;
-
-/// Contents of the `FINAL_ANSWER` mails in an agent's `n`th request (0-based).
-fn results_in_request(s: &Session, path: &str, n: usize) -> Vec<String> {
-    let requests = s.model.requests_for(&Session::path(path));
-    requests[n]
-        .input
-        .iter()
-        .filter_map(|item| match item {
-            ResponseItem::Message { content, .. }
-                if content.starts_with("Message Type: FINAL_ANSWER") =>
-            {
-                content.rsplit("Payload:\n").next().map(str::to_string)
-            }
-            _ => None,
-        })
-        .collect()
-}
 
 /// A follow-up that reaches an agent while it samples its final answer waits for the next
 /// turn; that turn starts right after, and a `wait_agent` in mode `all` covers both turns.
@@ -60,7 +43,7 @@ async fn a_follow_up_during_the_final_answer_gets_its_own_turn_inside_the_wait()
     );
     // The wait returned only after a's second turn had settled: the root's next request
     // carried all three results, a's in order.
-    let results = results_in_request(&s, "/root", 2);
+    let results = s.mail_in_request("/root", 2, "FINAL_ANSWER");
     assert_eq!(results.len(), 3, "{results:?}");
     let first = results.iter().position(|r| r == "first").expect("first");
     let second = results.iter().position(|r| r == "second: again");
@@ -118,7 +101,10 @@ async fn results_are_committed_before_statuses_and_waits_see_them() {
     assert!(s.orch.store().mail_known(sent).expect("read the store"));
     s.orch.wait_quiescent().await;
     s.drain();
-    assert_eq!(results_in_request(&s, "/root", 2), ["result of work"]);
+    assert_eq!(
+        s.mail_in_request("/root", 2, "FINAL_ANSWER"),
+        ["result of work"]
+    );
     let sent_before_status = s
         .seen
         .iter()
@@ -184,7 +170,7 @@ async fn fast_turns_share_barriers_and_keep_their_results_in_order() {
         s.orch.root_status(),
         AgentStatus::Completed(Some("rally over".into()))
     );
-    let results = results_in_request(&s, "/root", 4);
+    let results = s.mail_in_request("/root", 4, "FINAL_ANSWER");
     let from = |parity: usize| -> Vec<String> {
         results
             .iter()

@@ -13,7 +13,9 @@ fn model(script: serde_json::Value) -> ScriptedModel {
     ScriptedModel::from_json(&script.to_string()).expect("valid script")
 }
 
-fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
+/// A request from the agent at `path` with `role` and history `input` (shared with the
+/// validation tests).
+pub(super) fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
     ModelRequest {
         agent: AgentIdentity {
             thread_id: ThreadId::new(),

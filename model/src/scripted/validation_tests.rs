@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
-use arbor_protocol::{AgentPath, ResponseItem, ThreadId};
+use arbor_protocol::ResponseItem;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::ScriptedModel;
-use crate::{AgentIdentity, ModelClient, ModelRequest};
+use super::tests::request;
+use crate::ModelClient;
 
 /// The example from `cli.md`, "Scripted model", verbatim.
 const CLI_EXAMPLE: &str = r#"{
@@ -28,23 +29,6 @@ const CLI_EXAMPLE: &str = r#"{
       "responses": [ [ {"say": "{\"outcome\": \"allow\", \"risk_level\": \"low\", \"rationale\": \"read-only\"}"} ] ] }
   ]
 }"#;
-
-fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> ModelRequest {
-    ModelRequest {
-        agent: AgentIdentity {
-            thread_id: ThreadId::new(),
-            path: AgentPath::parse(path).expect("path"),
-            nickname: None,
-            role: role.to_string(),
-        },
-        model: "scripted".to_string(),
-        reasoning_effort: None,
-        instructions: String::new(),
-        input: input.into(),
-        tools: Default::default(),
-        parallel_tool_calls: true,
-    }
-}
 
 /// Each item as JSON: a message as its text, a call as `{"call": NAME, "args": ARGS}` with the
 /// arguments parsed, so key order does not matter.

@@ -108,6 +108,16 @@ impl Settled {
     }
 }
 
+/// Fills in a decision known when the request is recorded (decided the moment it was made).
+fn decide_at_once(record: &mut ApprovalRecord, settled: &Settled) {
+    record.outcome = settled.outcome;
+    record.decided_by = Some(settled.decided_by);
+    record.risk_level = settled.risk_level.clone();
+    record.rationale = settled.rationale.clone();
+    record.tokens = settled.tokens;
+    record.decided_at = Some(record.requested_at);
+}
+
 fn record_of(inner: &Inner, agent: &Agent, request: &Request) -> ApprovalRecord {
     ApprovalRecord::pending(
         request.id.clone(),
@@ -169,12 +179,7 @@ pub async fn record_settled(
         .record(&[requested_line(request), decided_line(&request.id, settled)])
         .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
     let mut record = record_of(inner, agent, request);
-    record.outcome = settled.outcome;
-    record.decided_by = Some(settled.decided_by);
-    record.risk_level = settled.risk_level.clone();
-    record.rationale = settled.rationale.clone();
-    record.tokens = settled.tokens;
-    record.decided_at = Some(record.requested_at);
+    decide_at_once(&mut record, settled);
     inner
         .store
         .record_approval_request(record)
@@ -201,12 +206,7 @@ pub async fn open(
         .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
     let mut record = record_of(inner, agent, request);
     if let Some(settled) = &settled {
-        record.outcome = settled.outcome;
-        record.decided_by = Some(settled.decided_by);
-        record.risk_level = settled.risk_level.clone();
-        record.rationale = settled.rationale.clone();
-        record.tokens = settled.tokens;
-        record.decided_at = Some(record.requested_at);
+        decide_at_once(&mut record, settled);
     }
     let opened = inner
         .store
