@@ -33,8 +33,6 @@ pub struct Mailbox {
     /// The ids in `pending`, so a duplicate is found without a scan (a busy parent can hold
     /// thousands of unread results).
     ids: HashSet<MailId>,
-    /// How many mails in `pending` ask for a turn.
-    triggers: usize,
     phase: DeliveryPhase,
     turn_active: bool,
 }
@@ -51,7 +49,6 @@ impl Mailbox {
         Self {
             pending: VecDeque::new(),
             ids: HashSet::new(),
-            triggers: 0,
             phase: DeliveryPhase::NextTurn,
             turn_active: false,
         }
@@ -72,15 +69,14 @@ impl Mailbox {
         self.pending.retain(|mail| {
             let keep = !ids.contains(&mail.id);
             if !keep {
-                removed.push((mail.id, mail.trigger_turn));
+                removed.push(mail.id);
             }
             keep
         });
-        for (id, trigger) in &removed {
+        for id in &removed {
             self.ids.remove(id);
-            self.triggers -= usize::from(*trigger);
         }
-        removed.into_iter().map(|(id, _)| id).collect()
+        removed
     }
 
     /// Whether a mail with this id is waiting here.
@@ -93,7 +89,6 @@ impl Mailbox {
         if !self.ids.insert(mail.id) {
             return false;
         }
-        self.triggers += usize::from(mail.trigger_turn);
         self.pending.push_back(mail);
         true
     }
@@ -125,7 +120,6 @@ impl Mailbox {
         match self.phase {
             DeliveryPhase::CurrentTurn => {
                 self.ids.clear();
-                self.triggers = 0;
                 self.pending.drain(..).collect()
             }
             DeliveryPhase::NextTurn => Vec::new(),
@@ -157,7 +151,7 @@ impl Mailbox {
 
     /// True when an idle agent holds mail that asks for a turn.
     pub fn owes_wake(&self) -> bool {
-        !self.turn_active && self.triggers > 0
+        !self.turn_active && self.pending.iter().any(|m| m.trigger_turn)
     }
 
     /// The current phase.
@@ -212,10 +206,9 @@ mod tests {
         mails.into_iter().map(|m| m.content).collect()
     }
 
-    /// A mail id is held once, whichever way it arrives, and the trigger count follows every
-    /// way mail leaves.
+    /// A mail id is held once, whichever way it arrives, and leaves with its mail.
     #[test]
-    fn duplicates_are_dropped_and_triggers_counted() {
+    fn duplicates_are_dropped_and_ids_follow_their_mail() {
         let mut mb = Mailbox::new();
         let go = mail(MailKind::Followup, "go");
         let note = mail(MailKind::Message, "note");

@@ -38,7 +38,10 @@ impl Tally {
             && input.first() == self.first.as_ref()
             && input.get(self.len - 1) == self.last.as_ref();
         if !grew {
-            *self = Self::default();
+            *self = Self {
+                first: input.first().cloned(),
+                ..Self::default()
+            };
         }
         let new = &input[self.len..];
         self.bytes += item_bytes(new);
@@ -47,7 +50,6 @@ impl Tally {
             .filter(|item| matches!(item, ResponseItem::FunctionCall { .. }))
             .count();
         self.len = input.len();
-        self.first = input.first().cloned();
         self.last = input.last().cloned();
         Counted {
             bytes: self.bytes,
