@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         "http" => http_overhead::run(200),
         "revive" => residency::revive_latency(),
         "resume" => residency::resume_workload(),
+        "resume-child" => residency::resume_child(&args[1..]),
         "churn" => residency::churn(),
         "pingpong" => residency::ping_pong(numbers.first().copied().unwrap_or(10_000)),
         "approvals" => approvals::run(),

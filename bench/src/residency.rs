@@ -90,12 +90,10 @@ fn fanout_then(n: usize, dir: &std::path::Path) -> Result<(RunConfig, String), S
     Ok((config, session))
 }
 
-/// Resume of a 1000-agent tree to ready, then the resume workload: `/root` sends a follow-up to
-/// worker 57, which makes its three responses again and reports back.
-pub fn resume_workload() -> Result<(), String> {
-    let dir = bench_dir()?;
-    let (config, session) = fanout_then(1000, dir.path())?;
-    let day_two = json!({"agents": [
+/// The second day of the resume workload: `/root` sends a follow-up to worker 57, which makes
+/// its three responses again and reports back.
+fn day_two() -> Value {
+    json!({"agents": [
         {"match": "/root", "responses": [
             [{"call": "followup_task", "args": {"target": "worker_57", "message": "again"}}],
             [{"call": "wait_agent", "args": {"targets": ["worker_57"], "mode": "all", "timeout_ms": 600000}}],
@@ -104,22 +102,82 @@ pub fn resume_workload() -> Result<(), String> {
             [{"call": "list_agents", "args": {"path_prefix": "{{path}}"}}],
             [{"call": "list_agents", "args": {"path_prefix": "{{path}}"}}],
             [{"say": "{{task_name}} done again"}]]}
-    ]});
-    let model = Arc::new(ScriptedModel::from_json(&day_two.to_string()).map_err(err)?);
-    runtime()?.block_on(async {
+    ]})
+}
+
+/// Resume of a 1000-agent tree to ready, in this process; then the resume workload in a fresh
+/// process (this program, started again as `resume-child`), timed from its start to ready and
+/// to done.
+pub fn resume_workload() -> Result<(), String> {
+    let dir = bench_dir()?;
+    let (config, session) = fanout_then(1000, dir.path())?;
+    let model = Arc::new(ScriptedModel::from_json(&day_two().to_string()).map_err(err)?);
+    let (agents, ready_ms) = runtime()?.block_on(async {
         let started = Instant::now();
-        let (orch, info) = Orchestrator::resume(config, model.clone(), &session).await.map_err(err)?;
+        let (orch, info) = Orchestrator::resume(config.clone(), model, &session)
+            .await
+            .map_err(err)?;
         let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
+        orch.shutdown("done").await;
+        Ok::<_, String>((info.agents, ready_ms))
+    })?;
+    report(
+        json!({"bench": "resume_1000_to_ready", "agents": agents, "ready_ms": ready_ms, "goal_ms": 200}),
+    );
+
+    let exe = std::env::current_exe().map_err(err)?;
+    let started = Instant::now();
+    let mut child = std::process::Command::new(exe)
+        .arg("resume-child")
+        .arg(&config.home)
+        .arg(&config.cwd)
+        .arg(&session)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the resuming process: {e}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("the resuming process has no stdout")?;
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let ready = lines.next().transpose().map_err(err)?;
+    let ready_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let done = lines.next().transpose().map_err(err)?;
+    let exit = child.wait().map_err(err)?;
+    let done_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let (Some(ready), Some(done), true) = (ready, done, exit.success()) else {
+        return Err(format!("the resuming process failed ({exit})"));
+    };
+    let number = |line: String| line.trim().parse::<u64>().map_err(err);
+    report(
+        json!({"bench": "resume_workload", "from": "process start", "agents": number(ready)?,
+        "ready_ms": ready_ms, "done_ms": done_ms, "model_requests": number(done)?}),
+    );
+    Ok(())
+}
+
+/// The fresh process of the resume workload: resumes `session`, says `ready` (the number of
+/// agents registered), runs the second day, says `done` (the model requests it made).
+pub fn resume_child(args: &[String]) -> Result<(), String> {
+    let [home, cwd, session] = args else {
+        return Err("usage: arbor-bench resume-child HOME CWD SESSION".into());
+    };
+    let model = Arc::new(ScriptedModel::from_json(&day_two().to_string()).map_err(err)?);
+    model.set_recording(true);
+    let config = RunConfig::new(home.into(), cwd.into());
+    runtime()?.block_on(async {
+        let (orch, info) = Orchestrator::resume(config, model.clone(), session)
+            .await
+            .map_err(err)?;
+        println!("{}", info.agents);
         orch.start("ask worker 57 again").await.map_err(err)?;
         orch.wait_quiescent().await;
-        let done_ms = started.elapsed().as_secs_f64() * 1000.0;
         let status = orch.root_status();
         orch.shutdown("done").await;
         if status != AgentStatus::Completed(Some("worker 57 reported".into())) {
             return Err(format!("resume workload ended as {status}"));
         }
-        report(json!({"bench": "resume_1000_to_ready", "agents": info.agents, "ready_ms": ready_ms, "goal_ms": 200}));
-        report(json!({"bench": "resume_workload", "agents": info.agents, "ready_ms": ready_ms, "done_ms": done_ms, "model_requests": model.requests().len()}));
+        println!("{}", model.requests().len());
         Ok(())
     })
 }
