@@ -1,23 +1,30 @@
 //! The writer thread's inbox. Urgent writes travel on a crossbeam channel that wakes the
-//! writer at once. Writes that may wait (lazy projections, deferred mail) wait in a side list
+//! writer at once. Writes that may wait (deferred mail, lazy projections) wait in side lists
 //! and wake the writer only when they bring its deadline forward, so a burst of status updates
 //! costs the writer no wake-ups of its own.
 //!
 //! Order: every send holds the inbox lock, and an urgent send first moves the waiting writes
-//! onto the channel ahead of itself; the writer takes the side list under the same lock, only
-//! after emptying the channel. So writes reach a transaction in the order they were submitted.
+//! onto the channel ahead of itself; the writer takes the side lists under the same lock, only
+//! after emptying the channel. So writes reach a transaction in the order they were submitted,
+//! with one exception: an *independent* urgent write (a mail enqueue, which touches no status
+//! and no other mail's row) moves only the deferred writes (result mail) ahead of itself, and
+//! leaves the projections (statuses, consumed marks) waiting. The writer commits those right
+//! after it (see `writer`), so the write its caller waits on carries only what must come
+//! before it. Projections keep their order among themselves.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 
-use crate::writer::Job;
+use crate::writer::{Job, LAZY_WINDOW};
 
 /// What travels on the channel.
 pub(crate) enum Msg {
     /// A write to commit now.
     Job(Box<dyn Job>),
+    /// A write to commit now that waiting projections need not precede.
+    Independent(Box<dyn Job>),
     /// A write that waited in the side list; the urgent job that moved it follows.
     Waited(Box<dyn Job>),
     /// Waiting writes want a commit by this instant.
@@ -34,11 +41,33 @@ pub(crate) struct Inbox {
 
 #[derive(Default)]
 struct Side {
-    waiting: Vec<Box<dyn Job>>,
-    /// The earliest deadline the writer has been told about for `waiting`.
+    /// Writes that may wait, in submission order; `true` marks a projection.
+    waiting: Vec<(bool, Box<dyn Job>)>,
+    /// When the oldest waiting projection arrived.
+    lazy_since: Option<Instant>,
+    /// The earliest deadline the writer has been told about for the side list.
     due: Option<Instant>,
     /// No more writes are taken.
     closed: bool,
+}
+
+impl Side {
+    /// Takes the waiting writes, in order: all of them, or (`projections` false) all but the
+    /// projections.
+    fn take(&mut self, projections: bool, mut put: impl FnMut(Box<dyn Job>)) {
+        let mut kept = Vec::new();
+        for (lazy, job) in self.waiting.drain(..) {
+            if lazy && !projections {
+                kept.push((lazy, job));
+            } else {
+                put(job);
+            }
+        }
+        self.waiting = kept;
+        if self.waiting.is_empty() {
+            self.lazy_since = None;
+        }
+    }
 }
 
 /// What [`Inbox::drain`] found besides jobs.
@@ -47,6 +76,8 @@ pub(crate) struct Drained {
     pub stop: bool,
     /// The group is full and more is queued: commit again right away.
     pub more: bool,
+    /// Projections were left waiting; they want a commit by this instant.
+    pub lazy_due: Option<Instant>,
 }
 
 impl Inbox {
@@ -65,15 +96,31 @@ impl Inbox {
         self.side.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues a write to commit now. A write refused after [`Inbox::stop`] is dropped, which
-    /// answers its ticket with `Closed`.
+    /// Queues a write to commit now, after every write submitted before it. A write refused
+    /// after [`Inbox::stop`] is dropped, which answers its ticket with `Closed`.
     pub fn send(&self, job: Box<dyn Job>) {
+        self.send_urgent(job, true);
+    }
+
+    /// Queues a write to commit now that no waiting projection has to precede: it may commit
+    /// before projections submitted earlier.
+    pub fn send_independent(&self, job: Box<dyn Job>) {
+        self.send_urgent(job, false);
+    }
+
+    fn send_urgent(&self, job: Box<dyn Job>, after_projections: bool) {
         let mut side = self.side();
         if side.closed {
             return;
         }
-        self.flush(&mut side);
-        let _ = self.tx.send(Msg::Job(job));
+        side.take(after_projections, |job| {
+            let _ = self.tx.send(Msg::Waited(job));
+        });
+        let _ = self.tx.send(if after_projections {
+            Msg::Job(job)
+        } else {
+            Msg::Independent(job)
+        });
     }
 
     /// Queues a write that may wait up to `window` for company.
@@ -82,8 +129,24 @@ impl Inbox {
         if side.closed {
             return;
         }
-        side.waiting.push(job);
-        let due = Instant::now() + window;
+        side.waiting.push((false, job));
+        self.tell_due(&mut side, Instant::now() + window);
+    }
+
+    /// Queues a projection, which may wait up to [`LAZY_WINDOW`] and may commit after mail
+    /// writes submitted later.
+    pub fn send_lazy(&self, job: Box<dyn Job>) {
+        let mut side = self.side();
+        if side.closed {
+            return;
+        }
+        side.waiting.push((true, job));
+        let since = *side.lazy_since.get_or_insert_with(Instant::now);
+        self.tell_due(&mut side, since + LAZY_WINDOW);
+    }
+
+    /// Wakes the writer when `due` is earlier than any deadline it knows.
+    fn tell_due(&self, side: &mut Side, due: Instant) {
         if side.due.is_none_or(|known| due < known) {
             side.due = Some(due);
             let _ = self.tx.send(Msg::Due(due));
@@ -97,37 +160,59 @@ impl Inbox {
             return;
         }
         side.closed = true;
-        self.flush(&mut side);
+        side.take(true, |job| {
+            let _ = self.tx.send(Msg::Waited(job));
+        });
         let _ = self.tx.send(Msg::Stop);
     }
 
-    /// Moves the waiting writes onto the channel, ahead of what comes next.
-    fn flush(&self, side: &mut Side) {
-        side.due = None;
-        for job in side.waiting.drain(..) {
-            let _ = self.tx.send(Msg::Waited(job));
-        }
-    }
-
     /// The writer's side: takes every queued message (up to `max` jobs in `group`), then the
-    /// waiting writes, in submission order.
-    pub fn drain(&self, rx: &Receiver<Msg>, group: &mut Vec<Box<dyn Job>>, max: usize) -> Drained {
+    /// waiting writes, in submission order: all of them when `lazy`, else (the group serves an
+    /// independent write) all but projections.
+    pub fn drain(
+        &self,
+        rx: &Receiver<Msg>,
+        group: &mut Vec<Box<dyn Job>>,
+        max: usize,
+        lazy: bool,
+    ) -> Drained {
         let mut side = self.side();
         let mut stop = false;
         while group.len() < max {
             match rx.try_recv() {
-                Ok(Msg::Job(job) | Msg::Waited(job)) => group.push(job),
+                Ok(Msg::Job(job) | Msg::Independent(job) | Msg::Waited(job)) => group.push(job),
                 Ok(Msg::Due(_)) => {}
                 Ok(Msg::Stop) => stop = true,
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
                     // Everything on the channel is older than the side list: take it too.
-                    group.append(&mut side.waiting);
-                    side.due = None;
-                    return Drained { stop, more: false };
+                    side.take(lazy, |job| group.push(job));
+                    side.due = side.lazy_since.map(|since| since + LAZY_WINDOW);
+                    return Drained {
+                        stop,
+                        more: false,
+                        lazy_due: side.due,
+                    };
                 }
             }
         }
-        Drained { stop, more: true }
+        Drained {
+            stop,
+            more: true,
+            lazy_due: None,
+        }
+    }
+
+    /// The writer's side, right after an urgent commit: when nothing is queued and only
+    /// projections wait, takes them. True when it took some.
+    pub fn drain_lazy(&self, rx: &Receiver<Msg>, group: &mut Vec<Box<dyn Job>>) -> bool {
+        let mut side = self.side();
+        let only_projections = side.waiting.iter().all(|(lazy, _)| *lazy);
+        if !rx.is_empty() || side.waiting.is_empty() || !only_projections {
+            return false;
+        }
+        side.take(true, |job| group.push(job));
+        side.due = None;
+        true
     }
 }
 
@@ -164,6 +249,89 @@ mod tests {
         }
         let order = order.lock().expect("order").clone();
         assert_eq!(order, (0..40).collect::<Vec<_>>());
+    }
+
+    /// Independent urgent writes keep their order with deferred writes, and projections keep
+    /// theirs among themselves; a projection may run after independent writes submitted later,
+    /// never before an earlier write.
+    #[test]
+    fn projections_may_follow_later_independent_writes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tickets = Vec::new();
+        for step in 0..40_u32 {
+            let seen = Arc::clone(&order);
+            let op = move |_: &rusqlite::Connection| {
+                seen.lock().expect("order").push(step);
+                Ok(())
+            };
+            tickets.push(match step % 3 {
+                0 => store.submit_independent("urgent", op),
+                1 => store.submit_lazy("lazy", op),
+                _ => store.submit_within("deferred", Duration::from_millis(1), op),
+            });
+        }
+        for ticket in tickets {
+            ticket.wait().expect("write");
+        }
+        let order = order.lock().expect("order").clone();
+        let ordered: Vec<u32> = order.iter().copied().filter(|s| s % 3 != 1).collect();
+        assert_eq!(ordered, (0..40).filter(|s| s % 3 != 1).collect::<Vec<_>>());
+        let lazy: Vec<u32> = order.iter().copied().filter(|s| s % 3 == 1).collect();
+        assert_eq!(lazy, (0..40).filter(|s| s % 3 == 1).collect::<Vec<_>>());
+        for (at, step) in order.iter().enumerate() {
+            assert!(
+                (0..*step).all(|s| s % 3 == 1 || order[..at].contains(&s)),
+                "step {step} ran before an earlier write: {order:?}"
+            );
+        }
+    }
+
+    /// A projection waiting when an urgent write arrives is committed right after it, without
+    /// a sync of its own; its ticket resolves once a sync covers it: the next synced commit,
+    /// or the writer's own sync when none follows.
+    #[test]
+    fn projections_follow_an_urgent_write_and_resolve_once_synced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = |name: &'static str| {
+            let seen = Arc::clone(&seen);
+            move |_: &rusqlite::Connection| {
+                seen.lock().expect("seen").push(name);
+                Ok(name)
+            }
+        };
+        let commits = store.commits();
+        let projection = store.submit_lazy("projection", record("projection"));
+        let urgent = store.submit_independent("urgent", record("urgent"));
+        assert_eq!(urgent.wait().expect("urgent"), "urgent");
+        // Nothing else is written: the writer syncs the projection on its own.
+        assert_eq!(projection.wait().expect("projection"), "projection");
+        assert_eq!(*seen.lock().expect("seen"), ["urgent", "projection"]);
+        assert_eq!(
+            store.commits(),
+            commits + 1,
+            "one synced commit, for the urgent write"
+        );
+
+        // A projection held unsynced is answered by the next synced commit.
+        let projection = store.submit_lazy("projection", record("projection"));
+        let first = store.submit_independent("first", record("first"));
+        assert_eq!(first.wait().expect("first"), "first");
+        let second = store.submit("second", record("second"));
+        assert_eq!(second.wait().expect("second"), "second");
+        assert_eq!(projection.wait().expect("projection"), "projection");
+
+        // A projection still held at close is synced before the writer stops.
+        let projection = store.submit_lazy("projection", record("projection"));
+        store
+            .submit_independent("last", record("last"))
+            .wait()
+            .expect("last");
+        store.close();
+        assert_eq!(projection.wait().expect("synced at close"), "projection");
     }
 
     /// A write that may wait still commits on its own once its window has passed, and one

@@ -37,6 +37,7 @@ mod store;
 mod threads;
 mod tree;
 mod walk;
+mod walvfs;
 mod writer;
 
 pub use approvals::{ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy};

@@ -31,7 +31,7 @@ impl Store {
         recipient_id: ThreadId,
         mail: &Mail,
     ) -> Ticket<()> {
-        self.submit("enqueue mail", inserting(session_id, recipient_id, mail))
+        self.submit_independent("enqueue mail", inserting(session_id, recipient_id, mail))
     }
 
     /// Like [`Self::enqueue_mail`], but the commit may wait up to a millisecond for other

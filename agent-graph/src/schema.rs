@@ -160,10 +160,16 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
 }
 
 fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
+    crate::walvfs::register().map_err(|reason| StoreError::Setup {
         path: path.to_path_buf(),
-        source,
+        reason,
     })?;
+    let conn = Connection::open_with_flags_and_vfs(path, flags, crate::walvfs::NAME).map_err(
+        |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+    )?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|source| StoreError::Open {
             path: path.to_path_buf(),

@@ -94,8 +94,9 @@ impl Store {
         &self.inner.path
     }
 
-    /// How many group transactions this handle's writer has committed (each one sync of the
-    /// WAL), for benchmarks and diagnostics.
+    /// How many synced group transactions this handle's writer has committed (each one sync of
+    /// the WAL; projections committed without one are not counted), for benchmarks and
+    /// diagnostics.
     pub fn commits(&self) -> u64 {
         self.inner.commits.load(Ordering::Relaxed)
     }
@@ -121,14 +122,34 @@ impl Store {
         Ticket::new(rx, Arc::clone(&self.inner.path))
     }
 
-    /// Queues a write that may wait (up to the writer's lazy window) to share the next commit:
-    /// for projections such as statuses, which rollouts can always correct.
+    /// Like [`Self::submit`], for a write that no waiting projection has to precede (a mail
+    /// enqueue): it may commit before projections submitted earlier, which follow right after.
+    pub(crate) fn submit_independent<T, F>(&self, op_name: &'static str, op: F) -> Ticket<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        self.inner
+            .inbox
+            .send_independent(Box::new(Write::new(op_name, op, reply)));
+        Ticket::new(rx, Arc::clone(&self.inner.path))
+    }
+
+    /// Queues a projection (a status, a consumed mark: a copy of what a rollout holds). It
+    /// waits up to the writer's lazy window for company, may commit after mail writes
+    /// (independent or deferred) submitted later, never after any other write, and its ticket
+    /// resolves only once it is synced.
     pub(crate) fn submit_lazy<T, F>(&self, op_name: &'static str, op: F) -> Ticket<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
-        self.submit_within(op_name, crate::writer::LAZY_WINDOW, op)
+        let (reply, rx) = oneshot::channel();
+        self.inner
+            .inbox
+            .send_lazy(Box::new(Write::new(op_name, op, reply)));
+        Ticket::new(rx, Arc::clone(&self.inner.path))
     }
 
     /// Queues a write that may wait up to `window` for other writes to share its commit.

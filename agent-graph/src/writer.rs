@@ -1,5 +1,12 @@
 //! The single writer thread: owns the only read-write connection, drains queued jobs into one
 //! transaction (group commit, one savepoint per job) and answers each job after the commit.
+//!
+//! Projections (statuses, consumed marks) stay out of an urgent write's transaction, so that
+//! the write its caller waits on carries only what must come before it. Right after that
+//! commit, while the caller goes on, the writer commits the waiting projections without a sync
+//! of their own (with checkpoints held off, so nothing unsynced is ever copied into the
+//! database) and answers them once a later sync covers them: the next group's, or its own
+//! after [`LAZY_WINDOW`].
 
 use std::future::Future;
 use std::path::Path;
@@ -143,8 +150,11 @@ where
     }
 }
 
+/// SQLite's default checkpoint threshold (WAL pages), restored after each unsynced commit.
+const AUTOCHECKPOINT_PAGES: u32 = 1000;
+
 /// The writer thread's body: runs until a stop request or until every sender is gone. Counts
-/// committed groups in `commits`.
+/// synced commits in `commits`.
 pub(crate) fn run(
     conn: Connection,
     path: Arc<Path>,
@@ -153,53 +163,132 @@ pub(crate) fn run(
     commits: Arc<AtomicU64>,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
+    // Projections committed without a sync, and when they must be synced at the latest.
+    let mut held: Vec<Box<dyn Job>> = Vec::new();
+    let mut held_due: Option<Instant> = None;
     // When waiting writes want their commit.
     let mut due: Option<Instant> = None;
     loop {
-        let next = match due {
+        let next = match earliest(due, held_due) {
             Some(at) => jobs.recv_deadline(at).map_err(|err| err.is_disconnected()),
             None => jobs.recv().map_err(|_| true),
         };
         let mut stop = false;
+        let mut independent = false;
         match next {
             Ok(Msg::Job(job)) => group.push(job),
+            Ok(Msg::Independent(job)) => {
+                group.push(job);
+                independent = true;
+            }
             Ok(Msg::Waited(job)) => {
                 // The urgent job that moved it is right behind.
                 group.push(job);
                 continue;
             }
             Ok(Msg::Due(at)) => {
-                due = Some(due.map_or(at, |known| known.min(at)));
+                due = earliest(due, Some(at));
                 continue;
             }
             Ok(Msg::Stop) | Err(true) => stop = true,
-            // The deadline passed: commit what waits.
+            // A deadline passed: commit what waits.
             Err(false) => {}
         }
-        let drained = inbox.drain(&jobs, &mut group, MAX_GROUP);
+        // An independent write leaves the projections for right after its commit.
+        let drained = inbox.drain(&jobs, &mut group, MAX_GROUP, !independent);
         stop |= drained.stop;
-        due = drained.more.then(Instant::now);
-        if !group.is_empty() {
-            run_group(&conn, &path, &mut group, &commits);
+        due = if drained.more {
+            Some(Instant::now())
+        } else {
+            drained.lazy_due
+        };
+        if !group.is_empty() && run_group(&conn, &path, &mut group, &commits) {
+            // Its sync covered the projections committed before it.
+            answer(&path, &mut held, None);
+            held_due = None;
+        }
+        if !held.is_empty() && (stop || held_due.is_some_and(|at| at <= Instant::now())) {
+            let synced = crate::walvfs::sync_wal(&conn).err();
+            answer(&path, &mut held, synced.as_deref());
+            held_due = None;
         }
         if stop {
             break;
         }
+        if independent && inbox.drain_lazy(&jobs, &mut group) {
+            if !run_unsynced(&conn, &path, &mut group, &mut held) {
+                break;
+            }
+            held_due = held_due.or_else(|| Some(Instant::now() + LAZY_WINDOW));
+        }
+    }
+    if !held.is_empty() {
+        let synced = crate::walvfs::sync_wal(&conn).err();
+        answer(&path, &mut held, synced.as_deref());
     }
     // Jobs still queued after a stop are dropped; their tickets resolve to `Closed`.
     drop(jobs);
     let _ = conn.close();
 }
 
-/// Runs `group` in one transaction, each job in its own savepoint, commits once (counting it in
-/// `commits`), then answers.
-fn run_group(conn: &Connection, path: &Path, group: &mut Vec<Box<dyn Job>>, commits: &AtomicU64) {
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Answers jobs whose transaction committed; `failure` names what went wrong after that.
+fn answer(path: &Path, jobs: &mut Vec<Box<dyn Job>>, failure: Option<&str>) {
+    for job in jobs.drain(..) {
+        job.finish(path, failure);
+    }
+}
+
+/// Commits projections without a sync and without a checkpoint, keeping them in `held`
+/// (failures are answered at once). False when the connection could not be put back to synced
+/// commits: the writer must stop rather than commit anything else unsynced.
+fn run_unsynced(
+    conn: &Connection,
+    path: &Path,
+    group: &mut Vec<Box<dyn Job>>,
+    held: &mut Vec<Box<dyn Job>>,
+) -> bool {
+    let relaxed = conn.execute_batch("PRAGMA synchronous = OFF; PRAGMA wal_autocheckpoint = 0");
+    let commit = match relaxed {
+        Ok(()) => commit_group(conn, group),
+        Err(err) => Err(format!("cannot relax the sync for projections: {err}")),
+    };
+    let restored = conn.execute_batch(&format!(
+        "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}"
+    ));
+    match commit {
+        Ok(()) => held.append(group),
+        Err(message) => answer(path, group, Some(&message)),
+    }
+    restored.is_ok()
+}
+
+/// Runs `group` in one synced transaction, each job in its own savepoint, commits once
+/// (counting it in `commits`), then answers. True when it committed.
+fn run_group(
+    conn: &Connection,
+    path: &Path,
+    group: &mut Vec<Box<dyn Job>>,
+    commits: &AtomicU64,
+) -> bool {
+    let commit = commit_group(conn, group);
+    if commit.is_ok() {
+        commits.fetch_add(1, Ordering::Relaxed);
+    }
+    answer(path, group, commit.as_ref().err().map(String::as_str));
+    commit.is_ok()
+}
+
+/// Runs `group` in one transaction, each job in its own savepoint, and commits it.
+fn commit_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), String> {
     if let Err(err) = exec(conn, "BEGIN IMMEDIATE") {
-        let message = format!("cannot begin the write transaction: {err}");
-        for job in group.drain(..) {
-            job.finish(path, Some(&message));
-        }
-        return;
+        return Err(format!("cannot begin the write transaction: {err}"));
     }
     let mut broken: Option<String> = None;
     for job in group.iter_mut() {
@@ -228,13 +317,7 @@ fn run_group(conn: &Connection, path: &Path, group: &mut Vec<Box<dyn Job>>, comm
     if commit.is_err() && !conn.is_autocommit() {
         let _ = exec(conn, "ROLLBACK");
     }
-    let commit = commit.err();
-    if commit.is_none() {
-        commits.fetch_add(1, Ordering::Relaxed);
-    }
-    for job in group.drain(..) {
-        job.finish(path, commit.as_deref());
-    }
+    commit
 }
 
 fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
