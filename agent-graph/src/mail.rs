@@ -111,7 +111,8 @@ impl Store {
                 conn,
                 &format!(
                     "SELECT {MAIL_COLUMNS} FROM mail
-                     WHERE session_id = ?1 AND consumed_at IS NULL ORDER BY seq"
+                     WHERE recipient_id IN (SELECT id FROM threads WHERE session_id = ?1)
+                       AND consumed_at IS NULL ORDER BY seq"
                 ),
                 &session_id.to_string(),
             )
@@ -138,7 +139,8 @@ impl Store {
         self.read("count unread session mail", |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT recipient_id, count(*) FROM mail
-                 WHERE session_id = ?1 AND consumed_at IS NULL GROUP BY recipient_id",
+                 WHERE recipient_id IN (SELECT id FROM threads WHERE session_id = ?1)
+                   AND consumed_at IS NULL GROUP BY recipient_id",
             )?;
             let mut rows = stmt.query([session_id.to_string()])?;
             let mut out = HashMap::new();

@@ -130,6 +130,33 @@ CREATE TABLE approval_overrides (
 CREATE INDEX approval_overrides_unused ON approval_overrides (session_id, requester)
     WHERE used_by IS NULL;
 "#,
+    r#"
+-- Mail without AUTOINCREMENT and without the per-session index: a mail's commit writes four
+-- pages instead of six. `seq` stays the rowid; mail rows are never deleted, so a new rowid is
+-- always past every earlier one. A session's unconsumed mail is found through its threads and
+-- the per-recipient index.
+CREATE TABLE mail_v3 (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    session_id   TEXT NOT NULL REFERENCES threads(id),
+    recipient_id TEXT NOT NULL REFERENCES threads(id),
+    author       TEXT NOT NULL,
+    recipient    TEXT NOT NULL,
+    kind         TEXT NOT NULL CHECK (kind IN ('spawn', 'message', 'followup', 'result')),
+    trigger_turn INTEGER NOT NULL CHECK (trigger_turn IN (0, 1)),
+    content      TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    consumed_at  INTEGER
+);
+INSERT INTO mail_v3 (seq, id, session_id, recipient_id, author, recipient, kind, trigger_turn,
+                     content, created_at, consumed_at)
+    SELECT seq, id, session_id, recipient_id, author, recipient, kind, trigger_turn, content,
+           created_at, consumed_at
+    FROM mail ORDER BY seq;
+DROP TABLE mail;
+ALTER TABLE mail_v3 RENAME TO mail;
+CREATE INDEX mail_unconsumed_by_recipient ON mail (recipient_id, seq) WHERE consumed_at IS NULL;
+"#,
 ];
 
 /// Opens the read-write connection, checks the file is an arbor store (or new), migrates it to
@@ -356,5 +383,61 @@ mod tests {
         drop(conn);
         open_writer(&path).expect("second open");
         open_reader(&path).expect("reader");
+    }
+
+    /// A store at version 2 with mail moves to the mail table without AUTOINCREMENT: every row
+    /// kept with its `seq`, and new mail numbered after the old.
+    #[test]
+    fn version_three_keeps_mail_and_its_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state.sqlite");
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(MIGRATIONS[0]).expect("v1");
+        conn.execute_batch(MIGRATIONS[1]).expect("v2");
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .expect("app id");
+        conn.pragma_update(None, "user_version", 2)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO threads VALUES ('r', 'r', NULL, '/root', 0, NULL, 'default', 'm', NULL,
+                 'read-only', '/', 'running', NULL, 'x', 0, 0);
+             INSERT INTO mail (id, session_id, recipient_id, author, recipient, kind,
+                 trigger_turn, content, created_at, consumed_at)
+             VALUES ('a', 'r', 'r', '/root', '/root', 'message', 0, 'one', 1, NULL),
+                    ('b', 'r', 'r', '/root', '/root', 'message', 0, 'two', 2, 5),
+                    ('c', 'r', 'r', '/root', '/root', 'message', 0, 'three', 3, NULL);
+             DELETE FROM mail WHERE id = 'c';",
+        )
+        .expect("v2 rows");
+        drop(conn);
+        let conn = open_writer(&path).expect("migrate");
+        let rows: Vec<(i64, String, Option<i64>)> = conn
+            .prepare("SELECT seq, id, consumed_at FROM mail ORDER BY seq")
+            .expect("select")
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .expect("rows")
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert_eq!(rows, [(1, "a".into(), None), (2, "b".into(), Some(5))]);
+        conn.execute(
+            "INSERT INTO mail (id, session_id, recipient_id, author, recipient, kind,
+                 trigger_turn, content, created_at)
+             VALUES ('d', 'r', 'r', '/root', '/root', 'message', 0, 'four', 4)",
+            [],
+        )
+        .expect("new mail");
+        let seq: i64 = conn
+            .query_row("SELECT seq FROM mail WHERE id = 'd'", [], |row| row.get(0))
+            .expect("seq");
+        assert!(seq > 2, "new mail numbered after the old: {seq}");
+        let leftovers: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN \
+                 ('mail_v3', 'mail_unconsumed_by_session')",
+                [],
+                |row| row.get(0),
+            )
+            .expect("schema");
+        assert_eq!(leftovers, 0);
     }
 }
