@@ -221,33 +221,42 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
-    use crate::Store;
+    use crate::{Store, Ticket};
+
+    type Op = Box<dyn FnOnce(&rusqlite::Connection) -> crate::error::OpResult<()> + Send>;
+
+    /// Submits 40 writes through `submit` (which picks the kind of write by step), each
+    /// recording its step when it runs; returns the order they ran in.
+    fn run_order(submit: impl Fn(&Store, u32, Op) -> Ticket<()>) -> Vec<u32> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let tickets: Vec<Ticket<()>> = (0..40_u32)
+            .map(|step| {
+                let seen = Arc::clone(&order);
+                let op: Op = Box::new(move |_| {
+                    seen.lock().expect("order").push(step);
+                    Ok(())
+                });
+                submit(&store, step, op)
+            })
+            .collect();
+        for ticket in tickets {
+            ticket.wait().expect("write");
+        }
+        order.lock().expect("order").clone()
+    }
 
     /// Writes that may wait never overtake a later urgent write, nor the other way round:
     /// the writer runs every write in the order it was submitted.
     #[test]
     fn writes_run_in_submission_order() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("open");
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let mut tickets = Vec::new();
-        for step in 0..40_u32 {
-            let seen = Arc::clone(&order);
-            let op = move |_: &rusqlite::Connection| {
-                seen.lock().expect("order").push(step);
-                Ok(())
-            };
-            tickets.push(match step % 4 {
-                0 => store.submit("urgent", op),
-                1 => store.submit_lazy("lazy", op),
-                2 => store.submit_within("deferred", Duration::from_millis(1), op),
-                _ => store.submit_within("later", Duration::from_secs(3600), op),
-            });
-        }
-        for ticket in tickets {
-            ticket.wait().expect("write");
-        }
-        let order = order.lock().expect("order").clone();
+        let order = run_order(|store, step, op| match step % 4 {
+            0 => store.submit("urgent", op),
+            1 => store.submit_lazy("lazy", op),
+            2 => store.submit_within("deferred", Duration::from_millis(1), op),
+            _ => store.submit_within("later", Duration::from_secs(3600), op),
+        });
         assert_eq!(order, (0..40).collect::<Vec<_>>());
     }
 
@@ -256,26 +265,11 @@ mod tests {
     /// never before an earlier write.
     #[test]
     fn projections_may_follow_later_independent_writes() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("open");
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let mut tickets = Vec::new();
-        for step in 0..40_u32 {
-            let seen = Arc::clone(&order);
-            let op = move |_: &rusqlite::Connection| {
-                seen.lock().expect("order").push(step);
-                Ok(())
-            };
-            tickets.push(match step % 3 {
-                0 => store.submit_independent("urgent", op),
-                1 => store.submit_lazy("lazy", op),
-                _ => store.submit_within("deferred", Duration::from_millis(1), op),
-            });
-        }
-        for ticket in tickets {
-            ticket.wait().expect("write");
-        }
-        let order = order.lock().expect("order").clone();
+        let order = run_order(|store, step, op| match step % 3 {
+            0 => store.submit_independent("urgent", op),
+            1 => store.submit_lazy("lazy", op),
+            _ => store.submit_within("deferred", Duration::from_millis(1), op),
+        });
         let ordered: Vec<u32> = order.iter().copied().filter(|s| s % 3 != 1).collect();
         assert_eq!(ordered, (0..40).filter(|s| s % 3 != 1).collect::<Vec<_>>());
         let lazy: Vec<u32> = order.iter().copied().filter(|s| s % 3 == 1).collect();

@@ -14,7 +14,7 @@ use crate::StoreError;
 use crate::error::OpResult;
 use crate::inbox::Inbox;
 use crate::schema;
-use crate::writer::{self, Ticket, Write};
+use crate::writer::{self, Job, Ticket, Write};
 
 /// The file name of the store inside `ARBOR_HOME`.
 pub const STATE_FILE_NAME: &str = "state.sqlite";
@@ -114,12 +114,7 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
-        let (reply, rx) = oneshot::channel();
-        let job = Box::new(Write::new(op_name, op, reply));
-        // When the writer is gone the job (and its reply sender) is dropped: the ticket then
-        // resolves to `Closed`.
-        self.inner.inbox.send(job);
-        Ticket::new(rx, Arc::clone(&self.inner.path))
+        self.queue(op_name, op, Inbox::send)
     }
 
     /// Like [`Self::submit`], for a write that no waiting projection has to precede (a mail
@@ -129,11 +124,7 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
-        let (reply, rx) = oneshot::channel();
-        self.inner
-            .inbox
-            .send_independent(Box::new(Write::new(op_name, op, reply)));
-        Ticket::new(rx, Arc::clone(&self.inner.path))
+        self.queue(op_name, op, Inbox::send_independent)
     }
 
     /// Queues a projection (a status, a consumed mark: a copy of what a rollout holds). It
@@ -145,11 +136,7 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
-        let (reply, rx) = oneshot::channel();
-        self.inner
-            .inbox
-            .send_lazy(Box::new(Write::new(op_name, op, reply)));
-        Ticket::new(rx, Arc::clone(&self.inner.path))
+        self.queue(op_name, op, Inbox::send_lazy)
     }
 
     /// Queues a write that may wait up to `window` for other writes to share its commit.
@@ -163,9 +150,24 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
+        self.queue(op_name, op, |inbox, job| inbox.send_within(job, window))
+    }
+
+    /// Wraps `op` in a job, hands it to the inbox with `send` and returns its ticket. When the
+    /// writer is gone the job (and its reply sender) is dropped: the ticket then resolves to
+    /// `Closed`.
+    fn queue<T, F>(
+        &self,
+        op_name: &'static str,
+        op: F,
+        send: impl FnOnce(&Inbox, Box<dyn Job>),
+    ) -> Ticket<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
-        let job = Box::new(Write::new(op_name, op, reply));
-        self.inner.inbox.send_within(job, window);
+        send(&self.inner.inbox, Box::new(Write::new(op_name, op, reply)));
         Ticket::new(rx, Arc::clone(&self.inner.path))
     }
 
