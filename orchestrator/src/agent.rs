@@ -132,6 +132,8 @@ pub struct Agent {
     /// Serialises the turn-end barriers of this agent's rollout, and holds when the last one
     /// started (see `turn_end`).
     pub barriers: tokio::sync::Mutex<Option<std::time::Instant>>,
+    /// The mails this agent has sent and not yet delivered, delivered in the order sent.
+    pub outbox: Mutex<crate::outbox::Outbox>,
     /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
 }
@@ -162,6 +164,7 @@ impl Agent {
             resident: Mutex::new(None),
             residency_lock: tokio::sync::Mutex::new(()),
             barriers: tokio::sync::Mutex::new(None),
+            outbox: Mutex::default(),
             live: LiveProcesses::new(),
         })
     }

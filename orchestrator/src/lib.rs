@@ -14,6 +14,7 @@ mod journal;
 pub mod lease;
 mod lifecycle;
 mod mail;
+mod outbox;
 mod registry;
 mod residency;
 mod resume;

@@ -10,6 +10,7 @@ use arbor_rollout::{JournalEntry, append_journal, journal_path};
 
 use crate::agent::Agent;
 use crate::config::MAIL_MAX_BYTES;
+use crate::outbox::{self, Posted};
 use crate::runtime::Inner;
 
 /// The text a model sees for an empty message.
@@ -30,10 +31,12 @@ pub async fn send(
     author
         .record(&[RolloutItem::MailSent(mail.clone())])
         .map_err(|err| format!("mail not sent: {err}"))?;
-    let ticket = inner
-        .store
-        .enqueue_mail(inner.session_id, recipient.id(), &mail);
-    publish(inner, recipient, &mail, ticket).await?;
+    let (posted, ticket) = outbox::post(inner, author, || {
+        inner
+            .store
+            .enqueue_mail(inner.session_id, recipient.id(), &mail)
+    });
+    publish(posted, recipient, &mail, ticket).await?;
     Ok(mail)
 }
 
@@ -48,19 +51,20 @@ pub fn compose(author: &Agent, recipient: &Agent, kind: MailKind, content: &str)
 }
 
 /// Waits for a mail already in its author's rollout to be committed by `ticket`, then
-/// announces it and puts it in the recipient's mailbox.
+/// announces it and puts it in the recipient's mailbox, in its author's sending order.
 pub async fn publish(
-    inner: &Arc<Inner>,
+    posted: Posted<'_>,
     recipient: &Arc<Agent>,
     mail: &Mail,
     ticket: arbor_agent_graph::Ticket<()>,
 ) -> Result<(), String> {
-    ticket
-        .await
-        .map_err(|err| format!("mail not sent: {err}"))?;
-    announce(inner, mail);
-    deliver(inner, recipient, mail.clone());
-    Ok(())
+    let committed = ticket.await;
+    posted.answer(
+        committed
+            .is_ok()
+            .then(|| (Arc::clone(recipient), mail.clone())),
+    );
+    committed.map_err(|err| format!("mail not sent: {err}"))
 }
 
 /// Puts an already persisted mail into the recipient's mailbox and wakes it if due.

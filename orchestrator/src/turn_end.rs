@@ -15,6 +15,7 @@ use arbor_rollout::{cut_call_outputs, unanswered_calls};
 
 use crate::agent::Agent;
 use crate::mail;
+use crate::outbox;
 use crate::runtime::Inner;
 
 /// The least time between the starts of two turn-end barriers of one rollout. An agent whose
@@ -152,14 +153,16 @@ async fn settle(
         }
         // The agent does not wait for this commit, so it may share the next one.
         result.map(|Result { parent, mail }| {
-            let ticket = inner
-                .store
-                .enqueue_mail_deferred(inner.session_id, parent.id(), &mail);
-            (parent, mail, ticket)
+            let (posted, ticket) = outbox::post(inner, agent, || {
+                inner
+                    .store
+                    .enqueue_mail_deferred(inner.session_id, parent.id(), &mail)
+            });
+            (posted, parent, mail, ticket)
         })
     };
-    if let Some((parent, mail, ticket)) = sent
-        && let Err(err) = mail::publish(inner, &parent, &mail, ticket).await
+    if let Some((posted, parent, mail, ticket)) = sent
+        && let Err(err) = mail::publish(posted, &parent, &mail, ticket).await
     {
         tracing::error!(path = %agent.path(), error = %err, "result mail not sent");
     }
