@@ -8,7 +8,7 @@ use std::path::Path;
 use arbor_agent_graph::{EdgeStatus, SessionTree, Store, ThreadRecord};
 use arbor_orchestrator::Lease;
 use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId, Usage};
-use arbor_rollout::{Replay, read_rollout};
+use arbor_rollout::{PROCESS_EXIT, Replay, read_rollout, tail_status};
 use serde_json::{Value, json};
 
 use crate::args::{LogArgs, MailArgs, ReadArgs, TreeArgs, TreeFormat};
@@ -75,12 +75,17 @@ pub fn open_store(home: &Path) -> Result<Store, CliError> {
     Ok(Store::open(home)?)
 }
 
-/// The status to show: a turn in flight under a dead driver was cut short by its exit.
-fn effective_status(status: &AgentStatus, driven: bool) -> AgentStatus {
-    if !driven && status.is_active() {
-        AgentStatus::Interrupted("process_exit".to_string())
-    } else {
-        status.clone()
+/// The status to show. Under a live driver, the store's. Under a dead one, a status the store
+/// still shows as active is read from the end of the rollout, which the store may lag (a
+/// status is a projection committed after the rollout line): a turn that ended shows how it
+/// ended, and a turn still in flight was cut short by the exit.
+fn effective_status(record: &ThreadRecord, driven: bool) -> AgentStatus {
+    if driven || !record.status.is_active() {
+        return record.status.clone();
+    }
+    match tail_status(Path::new(&record.rollout_path)) {
+        Ok(status) if !status.is_active() => status,
+        _ => AgentStatus::Interrupted(PROCESS_EXIT.to_string()),
     }
 }
 
@@ -95,7 +100,7 @@ fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     let mut rows = Vec::with_capacity(threads.len());
     for record in threads {
         let edge = view.store.edge(record.id)?.map(|(_, status)| status);
-        let status = effective_status(&record.status, view.driven);
+        let status = effective_status(&record, view.driven);
         let usage = usage_of(Path::new(&record.rollout_path));
         rows.push(Row {
             usage,
@@ -185,7 +190,7 @@ pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
     }
     let mut tree = SessionTree::load(&view.store, view.root.id, args.all)?;
     let driven = view.driven;
-    tree.adjust_records(|record| record.status = effective_status(&record.status, driven));
+    tree.adjust_records(|record| record.status = effective_status(record, driven));
     let text = match args.format {
         TreeFormat::Text => tree.to_text(),
         TreeFormat::Dot => tree.to_dot(),
@@ -224,7 +229,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             "cwd": root.cwd,
             "prompt": first_prompt(Path::new(&root.rollout_path)),
             "agents": agents,
-            "status": effective_status(&root.status, driven),
+            "status": effective_status(&root, driven),
         }));
     }
     if json {

@@ -299,6 +299,56 @@ fn a_second_driver_exits_3_and_a_dead_drivers_lease_is_taken_over() {
     );
 }
 
+/// A status in the store is a projection that may lag the rollout (it is committed after the
+/// turn's end line). Under a dead driver, read commands take a status the store still shows as
+/// active from the rollout: an agent whose last turn ended shows how it ended, and only a turn
+/// still open in its rollout shows as `interrupted: process_exit`.
+#[test]
+fn read_commands_take_a_lagging_status_from_the_rollout() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "lag.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "go"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+                [{"say": "all done"}]]},
+            {"match": "/root/w", "responses": [[{"say": "w done"}]]}
+        ]}),
+    );
+    let driver = Driver::start(&ws, &script, &[]);
+    let session = driver.session.clone();
+    assert_eq!(driver.wait(), 0);
+    // As if the driver had died before its last status projections were committed.
+    let list = agents(&ws, &session);
+    let store = arbor_agent_graph::Store::open(&ws.home()).expect("store");
+    for path in ["/root", "/root/w"] {
+        let id = agent(&list, path)["id"].as_str().expect("id").to_string();
+        let id = arbor_protocol::ThreadId::parse(&id).expect("id");
+        store
+            .set_thread_status(id, &AgentStatus::Running)
+            .wait()
+            .expect("status");
+    }
+    store.close();
+    let list = agents(&ws, &session);
+    assert_eq!(
+        agent(&list, "/root/w")["status"],
+        json!({"completed": "w done"})
+    );
+    assert_eq!(
+        agent(&list, "/root")["status"],
+        json!({"completed": "all done"})
+    );
+    let tree = ws.run(&["tree", &session]);
+    assert!(
+        text(&tree.stdout).contains("completed: w done"),
+        "{}",
+        text(&tree.stdout)
+    );
+}
+
 #[test]
 fn sigkill_mid_turn_and_after_send_loses_nothing_and_delivers_nothing_twice() {
     let ws = Workspace::new();
