@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use arbor_agent_graph::{EdgeStatus, SessionTree, Store, ThreadRecord};
-use arbor_orchestrator::Lease;
+use arbor_orchestrator::{Lease, live_status};
 use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId, Usage};
 use arbor_rollout::{PROCESS_EXIT, Replay, read_rollout, tail_status};
 use serde_json::{Value, json};
@@ -75,12 +75,16 @@ pub fn open_store(home: &Path) -> Result<Store, CliError> {
     Ok(Store::open(home)?)
 }
 
-/// The status to show. Under a live driver, the store's. Under a dead one, a status the store
-/// still shows as active is read from the end of the rollout, which the store may lag (a
-/// status is a projection committed after the rollout line): a turn that ended shows how it
-/// ended, and a turn still in flight was cut short by the exit.
+/// The status to show. Under a live driver, the store's, corrected for a turn the rollout
+/// shows started ([`live_status`]). Under a dead one, a status the store still shows as active
+/// is read from the end of the rollout, which the store may lag (a status is a projection
+/// committed after the rollout line): a turn that ended shows how it ended, and a turn still
+/// in flight was cut short by the exit.
 fn effective_status(record: &ThreadRecord, driven: bool) -> AgentStatus {
-    if driven || !record.status.is_active() {
+    if driven {
+        return live_status(record);
+    }
+    if !record.status.is_active() {
         return record.status.clone();
     }
     match tail_status(Path::new(&record.rollout_path)) {

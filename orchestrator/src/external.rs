@@ -7,7 +7,7 @@ use std::path::Path;
 
 use arbor_agent_graph::{EdgeStatus, Store, ThreadRecord};
 use arbor_protocol::{AgentPath, AgentStatus, Mail, MailKind, ThreadId, Timestamp};
-use arbor_rollout::{JournalEntry, append_journal, journal_path, tail_status};
+use arbor_rollout::{JournalEntry, append_journal, journal_path, tail_status, tail_turn_open};
 
 use crate::OrchestratorError;
 use crate::lease::Lease;
@@ -125,12 +125,25 @@ pub fn send_external(
     Ok((mail, target.thread))
 }
 
+/// The status another process should report for a thread of a session a live driver holds:
+/// the store's, except that a store still saying `pending_init` or `queued` while the rollout
+/// shows a turn started is running. The store's status is a projection committed a little
+/// after the rollout's lines, so it may lag them for a few milliseconds.
+pub fn live_status(record: &ThreadRecord) -> AgentStatus {
+    let stored = &record.status;
+    let starting = matches!(stored, AgentStatus::PendingInit | AgentStatus::Queued);
+    if starting && tail_turn_open(Path::new(&record.rollout_path)).unwrap_or(false) {
+        return AgentStatus::Running;
+    }
+    stored.clone()
+}
+
 /// The status another process should report for a thread: the rollout's, and for a turn in
-/// flight under a live driver, the store's.
+/// flight under a live driver, the store's (see [`live_status`]).
 fn current_status(home: &Path, target: &Target) -> AgentStatus {
     let driven = Lease::holder(home, target.root.id).is_some();
     if driven {
-        return target.thread.status.clone();
+        return live_status(&target.thread);
     }
     tail_status(Path::new(&target.thread.rollout_path))
         .unwrap_or_else(|_| target.thread.status.clone())

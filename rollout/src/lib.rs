@@ -24,5 +24,5 @@ pub use reader::{Entry, RolloutRead, RolloutReader, read_rollout};
 pub use replay::{
     CUT_CALL_OUTPUT, PROCESS_EXIT, Replay, ReplayedTurn, cut_call_outputs, unanswered_calls,
 };
-pub use tail::tail_status;
+pub use tail::{tail_status, tail_turn_open};
 pub use writer::{Barrier, Reopened, RolloutWriter, TailRepair, WriterStats};

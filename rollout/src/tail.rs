@@ -14,6 +14,24 @@ const CHUNK: u64 = 8 * 1024;
 /// The status the last turn boundary of a rollout supports: `pending_init` when no turn ever
 /// started, `interrupted: process_exit` when the last turn never ended.
 pub fn tail_status(path: &Path) -> Result<AgentStatus, RolloutError> {
+    Ok(match last_boundary(path)? {
+        Some(RolloutItem::TurnCompleted(done)) => AgentStatus::Completed(done.last_message),
+        Some(RolloutItem::TurnAborted(aborted)) => aborted.status(),
+        Some(_) => AgentStatus::Interrupted(PROCESS_EXIT.to_string()),
+        None => AgentStatus::PendingInit,
+    })
+}
+
+/// Whether the last turn boundary of a rollout is a turn that started and has not ended.
+pub fn tail_turn_open(path: &Path) -> Result<bool, RolloutError> {
+    Ok(matches!(
+        last_boundary(path)?,
+        Some(RolloutItem::TurnStarted(_))
+    ))
+}
+
+/// The last turn boundary line of a rollout (started, completed or aborted), read from its end.
+fn last_boundary(path: &Path) -> Result<Option<RolloutItem>, RolloutError> {
     let io = |op: &'static str| {
         move |source| RolloutError::Io {
             path: path.to_path_buf(),
@@ -41,27 +59,26 @@ pub fn tail_status(path: &Path) -> Result<AgentStatus, RolloutError> {
             Vec::new()
         };
         for line in lines.iter().rev() {
-            if let Some(status) = boundary(line) {
-                return Ok(status);
+            if let Some(item) = boundary(line) {
+                return Ok(Some(item));
             }
         }
         carry = first;
         end = start;
     }
-    Ok(AgentStatus::PendingInit)
+    Ok(None)
 }
 
-/// The status a turn-boundary line leaves the thread in; `None` for any other line (torn or
-/// unknown lines included).
-fn boundary(line: &[u8]) -> Option<AgentStatus> {
+/// A turn-boundary line's item; `None` for any other line (torn or unknown lines included).
+fn boundary(line: &[u8]) -> Option<RolloutItem> {
     let text = std::str::from_utf8(line).ok()?;
     if !text.contains("\"type\":\"turn_") {
         return None;
     }
     match serde_json::from_str::<RolloutLine>(text).ok()?.item {
-        RolloutItem::TurnStarted(_) => Some(AgentStatus::Interrupted(PROCESS_EXIT.to_string())),
-        RolloutItem::TurnCompleted(done) => Some(AgentStatus::Completed(done.last_message)),
-        RolloutItem::TurnAborted(aborted) => Some(aborted.status()),
+        item @ (RolloutItem::TurnStarted(_)
+        | RolloutItem::TurnCompleted(_)
+        | RolloutItem::TurnAborted(_)) => Some(item),
         _ => None,
     }
 }

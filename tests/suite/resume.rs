@@ -349,6 +349,52 @@ fn read_commands_take_a_lagging_status_from_the_rollout() {
     );
 }
 
+/// Under a live driver, a store still saying `pending_init` or `queued` for an agent whose
+/// rollout shows its turn started reports it running: the status projection may lag.
+#[test]
+fn read_commands_see_a_started_turn_before_its_status_lands() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "live.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "echo $$ > w.pid; exec sleep 600", "timeout_ms": 600000}}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");
+    let session = driver.session.clone();
+    let w = agent(&agents(&ws, &session), "/root/w")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // As if w's `running` projection had not landed yet.
+    let store = arbor_agent_graph::Store::open(&ws.home()).expect("store");
+    let id = arbor_protocol::ThreadId::parse(&w).expect("id");
+    store
+        .set_thread_status(id, &AgentStatus::Queued)
+        .wait()
+        .expect("status");
+    store.close();
+    assert_eq!(
+        agent(&agents(&ws, &session), "/root/w")["status"],
+        "running"
+    );
+    let out = ws.run(&["interrupt", &session, "/root/w"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        json!({"previous_status": "running"})
+    );
+    driver.until(|e| e["type"] == "turn.aborted" && e["path"] == "/root/w");
+    assert_eq!(driver.wait(), 0);
+}
+
 #[test]
 fn sigkill_mid_turn_and_after_send_loses_nothing_and_delivers_nothing_twice() {
     let ws = Workspace::new();
