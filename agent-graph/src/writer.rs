@@ -150,8 +150,12 @@ where
     }
 }
 
-/// SQLite's default checkpoint threshold (WAL pages), restored after each unsynced commit.
-const AUTOCHECKPOINT_PAGES: u32 = 1000;
+/// Before an unsynced commit: no sync, and no checkpoint that could copy unsynced pages into
+/// the database.
+const RELAX: &str = "PRAGMA synchronous = OFF; PRAGMA wal_autocheckpoint = 0";
+
+/// After it: synced commits again, and SQLite's default checkpoint threshold (WAL pages).
+const RESTORE: &str = "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 1000";
 
 /// The writer thread's body: runs until a stop request or until every sender is gone. Counts
 /// synced commits in `commits`.
@@ -254,14 +258,12 @@ fn run_unsynced(
     group: &mut Vec<Box<dyn Job>>,
     held: &mut Vec<Box<dyn Job>>,
 ) -> bool {
-    let relaxed = conn.execute_batch("PRAGMA synchronous = OFF; PRAGMA wal_autocheckpoint = 0");
+    let relaxed = conn.execute_batch(RELAX);
     let commit = match relaxed {
         Ok(()) => commit_group(conn, group),
         Err(err) => Err(format!("cannot relax the sync for projections: {err}")),
     };
-    let restored = conn.execute_batch(&format!(
-        "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}"
-    ));
+    let restored = conn.execute_batch(RESTORE);
     match commit {
         Ok(()) => held.append(group),
         Err(message) => answer(path, group, Some(&message)),

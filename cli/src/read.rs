@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use arbor_agent_graph::{EdgeStatus, SessionTree, Store, ThreadRecord};
-use arbor_orchestrator::{Lease, live_status};
+use arbor_orchestrator::{Lease, reported_status};
 use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId, Usage};
-use arbor_rollout::{PROCESS_EXIT, Replay, read_rollout, tail_status};
+use arbor_rollout::{Replay, read_rollout};
 use serde_json::{Value, json};
 
 use crate::args::{LogArgs, MailArgs, ReadArgs, TreeArgs, TreeFormat};
@@ -75,24 +75,6 @@ pub fn open_store(home: &Path) -> Result<Store, CliError> {
     Ok(Store::open(home)?)
 }
 
-/// The status to show. Under a live driver, the store's, corrected for a turn the rollout
-/// shows started ([`live_status`]). Under a dead one, a status the store still shows as active
-/// is read from the end of the rollout, which the store may lag (a status is a projection
-/// committed after the rollout line): a turn that ended shows how it ended, and a turn still
-/// in flight was cut short by the exit.
-fn effective_status(record: &ThreadRecord, driven: bool) -> AgentStatus {
-    if driven {
-        return live_status(record);
-    }
-    if !record.status.is_active() {
-        return record.status.clone();
-    }
-    match tail_status(Path::new(&record.rollout_path)) {
-        Ok(status) if !status.is_active() => status,
-        _ => AgentStatus::Interrupted(PROCESS_EXIT.to_string()),
-    }
-}
-
 fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     let session = view.root.session_id;
     let threads = view.store.threads_in_session(session)?;
@@ -104,7 +86,7 @@ fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     let mut rows = Vec::with_capacity(threads.len());
     for record in threads {
         let edge = view.store.edge(record.id)?.map(|(_, status)| status);
-        let status = effective_status(&record, view.driven);
+        let status = reported_status(&record, view.driven);
         let usage = usage_of(Path::new(&record.rollout_path));
         rows.push(Row {
             usage,
@@ -194,7 +176,7 @@ pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
     }
     let mut tree = SessionTree::load(&view.store, view.root.id, args.all)?;
     let driven = view.driven;
-    tree.adjust_records(|record| record.status = effective_status(record, driven));
+    tree.adjust_records(|record| record.status = reported_status(record, driven));
     let text = match args.format {
         TreeFormat::Text => tree.to_text(),
         TreeFormat::Dot => tree.to_dot(),
@@ -233,7 +215,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             "cwd": root.cwd,
             "prompt": first_prompt(Path::new(&root.rollout_path)),
             "agents": agents,
-            "status": effective_status(&root, driven),
+            "status": reported_status(&root, driven),
         }));
     }
     if json {

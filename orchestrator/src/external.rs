@@ -7,7 +7,9 @@ use std::path::Path;
 
 use arbor_agent_graph::{EdgeStatus, Store, ThreadRecord};
 use arbor_protocol::{AgentPath, AgentStatus, Mail, MailKind, ThreadId, Timestamp};
-use arbor_rollout::{JournalEntry, append_journal, journal_path, tail_status, tail_turn_open};
+use arbor_rollout::{
+    JournalEntry, PROCESS_EXIT, append_journal, journal_path, tail_status, tail_turn_open,
+};
 
 use crate::OrchestratorError;
 use crate::lease::Lease;
@@ -125,28 +127,36 @@ pub fn send_external(
     Ok((mail, target.thread))
 }
 
-/// The status another process should report for a thread of a session a live driver holds:
-/// the store's, except that a store still saying `pending_init` or `queued` while the rollout
-/// shows a turn started is running. The store's status is a projection committed a little
-/// after the rollout's lines, so it may lag them for a few milliseconds.
-pub fn live_status(record: &ThreadRecord) -> AgentStatus {
+/// The status another process reports for a thread (read commands, `interrupt`, `close`).
+/// The store's status is a projection committed a little after the rollout's lines, so where
+/// it may lag, the end of the rollout decides:
+/// - under a live driver (`driven`), the store's status, except that `pending_init` or
+///   `queued` while the rollout shows a turn started is `running`;
+/// - under a dead one, a final status as stored; an active one from the rollout's last turn
+///   line: how that turn ended, or `interrupted: process_exit` for a turn cut by the exit.
+pub fn reported_status(record: &ThreadRecord, driven: bool) -> AgentStatus {
     let stored = &record.status;
-    let starting = matches!(stored, AgentStatus::PendingInit | AgentStatus::Queued);
-    if starting && tail_turn_open(Path::new(&record.rollout_path)).unwrap_or(false) {
-        return AgentStatus::Running;
+    let rollout = Path::new(&record.rollout_path);
+    if driven {
+        let starting = matches!(stored, AgentStatus::PendingInit | AgentStatus::Queued);
+        if starting && tail_turn_open(rollout).unwrap_or(false) {
+            return AgentStatus::Running;
+        }
+        return stored.clone();
     }
-    stored.clone()
+    if !stored.is_active() {
+        return stored.clone();
+    }
+    match tail_status(rollout) {
+        Ok(status) if !status.is_active() => status,
+        _ => AgentStatus::Interrupted(PROCESS_EXIT.to_string()),
+    }
 }
 
-/// The status another process should report for a thread: the rollout's, and for a turn in
-/// flight under a live driver, the store's (see [`live_status`]).
+/// The status another process reports for the target (see [`reported_status`]).
 fn current_status(home: &Path, target: &Target) -> AgentStatus {
     let driven = Lease::holder(home, target.root.id).is_some();
-    if driven {
-        return live_status(&target.thread);
-    }
-    tail_status(Path::new(&target.thread.rollout_path))
-        .unwrap_or_else(|_| target.thread.status.clone())
+    reported_status(&target.thread, driven)
 }
 
 /// Closes an agent of a live or stopped session; returns its previous status.

@@ -41,7 +41,7 @@ pub use crate::approval::{
 pub use crate::config::RunConfig;
 pub use crate::external::{
     ExternalAnswer, ExternalError, answer_external, close_external, interrupt_external,
-    live_status, send_external,
+    reported_status, send_external,
 };
 pub use crate::lease::{Lease, LeaseError};
 use crate::lifecycle::{NewAgent, create_agent};

@@ -1,0 +1,93 @@
+//! Status reads from other processes when the store's status projection lags the rollout (it
+//! is committed a little after the turn's lines): the end of the rollout decides.
+
+use arbor_protocol::AgentStatus;
+use serde_json::{Value, json};
+
+use crate::cli::{Workspace, text};
+use crate::resume::{Driver, agent, agents, write_script};
+
+/// Puts the stored status of the agents at `paths` back to `status`, as if their latest
+/// status projections had not landed yet.
+fn store_behind(ws: &Workspace, session: &str, paths: &[&str], status: &AgentStatus) {
+    let list = agents(ws, session);
+    let store = arbor_agent_graph::Store::open(&ws.home()).expect("store");
+    for path in paths {
+        let id = agent(&list, path)["id"].as_str().expect("id");
+        let id = arbor_protocol::ThreadId::parse(id).expect("id");
+        store.set_thread_status(id, status).wait().expect("status");
+    }
+    store.close();
+}
+
+/// Under a dead driver, read commands take a status the store still shows as active from the
+/// rollout: an agent whose last turn ended shows how it ended.
+#[test]
+fn under_a_dead_driver_a_finished_turn_shows_how_it_ended() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "lag.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "go"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+                [{"say": "all done"}]]},
+            {"match": "/root/w", "responses": [[{"say": "w done"}]]}
+        ]}),
+    );
+    let driver = Driver::start(&ws, &script, &[]);
+    let session = driver.session.clone();
+    assert_eq!(driver.wait(), 0);
+    store_behind(&ws, &session, &["/root", "/root/w"], &AgentStatus::Running);
+    let list = agents(&ws, &session);
+    assert_eq!(
+        agent(&list, "/root/w")["status"],
+        json!({"completed": "w done"})
+    );
+    assert_eq!(
+        agent(&list, "/root")["status"],
+        json!({"completed": "all done"})
+    );
+    let tree = ws.run(&["tree", &session]);
+    assert!(
+        text(&tree.stdout).contains("completed: w done"),
+        "{}",
+        text(&tree.stdout)
+    );
+}
+
+/// Under a live driver, a store still saying `queued` for an agent whose rollout shows its
+/// turn started reports it running, to read commands and to `arbor interrupt` alike.
+#[test]
+fn under_a_live_driver_a_started_turn_is_running() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "live.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "exec sleep 600", "timeout_ms": 600000}}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");
+    let session = driver.session.clone();
+    store_behind(&ws, &session, &["/root/w"], &AgentStatus::Queued);
+    assert_eq!(
+        agent(&agents(&ws, &session), "/root/w")["status"],
+        "running"
+    );
+    let out = ws.run(&["interrupt", &session, "/root/w"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        json!({"previous_status": "running"})
+    );
+    driver.until(|e| e["type"] == "turn.aborted" && e["path"] == "/root/w");
+    assert_eq!(driver.wait(), 0);
+}
