@@ -55,15 +55,12 @@ impl Side {
     /// Takes the waiting writes, in order: all of them, or (`projections` false) all but the
     /// projections.
     fn take(&mut self, projections: bool, mut put: impl FnMut(Box<dyn Job>)) {
-        let mut kept = Vec::new();
-        for (lazy, job) in self.waiting.drain(..) {
-            if lazy && !projections {
-                kept.push((lazy, job));
-            } else {
-                put(job);
-            }
+        for (_, job) in self
+            .waiting
+            .extract_if(.., |(lazy, _)| projections || !*lazy)
+        {
+            put(job);
         }
-        self.waiting = kept;
         if self.waiting.is_empty() {
             self.lazy_since = None;
         }

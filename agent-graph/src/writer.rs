@@ -211,7 +211,7 @@ pub(crate) fn run(
             answer(&path, &mut held, None);
             held_due = None;
         }
-        if !held.is_empty() && (stop || held_due.is_some_and(|at| at <= Instant::now())) {
+        if !held.is_empty() && held_due.is_some_and(|at| at <= Instant::now()) {
             let synced = crate::walvfs::sync_wal(&conn).err();
             answer(&path, &mut held, synced.as_deref());
             held_due = None;
@@ -226,6 +226,7 @@ pub(crate) fn run(
             held_due = held_due.or_else(|| Some(Instant::now() + LAZY_WINDOW));
         }
     }
+    // Whatever way the loop ended, what is held is synced before the connection closes.
     if !held.is_empty() {
         let synced = crate::walvfs::sync_wal(&conn).err();
         answer(&path, &mut held, synced.as_deref());
