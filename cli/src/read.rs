@@ -1,13 +1,16 @@
 //! The read commands: `tree`, `agents`, `sessions`, `log`, `mail`. They only read the store and
 //! the rollouts, never revive anything, and report turns in flight under a dead driver as
-//! `interrupted: process_exit`.
+//! `interrupted: process_exit`. A mail counts as unread only while the store shows it
+//! unconsumed *and* its recipient's rollout has no `mail_consumed` line for it: the store's
+//! consumed mark is committed a little after that line, and a process killed in between leaves
+//! the mark behind until the next driver deduplicates.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use arbor_agent_graph::{EdgeStatus, SessionTree, Store, ThreadRecord};
 use arbor_orchestrator::{Lease, reported_status};
-use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId, Usage};
+use arbor_protocol::{AgentPath, AgentStatus, MailId, ResponseItem, RolloutItem, ThreadId, Usage};
 use arbor_rollout::{Replay, read_rollout};
 use serde_json::{Value, json};
 
@@ -78,7 +81,13 @@ pub fn open_store(home: &Path) -> Result<Store, CliError> {
 fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     let session = view.root.session_id;
     let threads = view.store.threads_in_session(session)?;
-    let unread = view.store.unread_counts(session)?;
+    let mut unread: HashMap<ThreadId, Vec<MailId>> = HashMap::new();
+    for queued in view.store.unconsumed_in_session(session)? {
+        unread
+            .entry(queued.recipient_id)
+            .or_default()
+            .push(queued.mail.id);
+    }
     let mut approvals: HashMap<ThreadId, u64> = HashMap::new();
     for request in view.store.pending_approvals(session)? {
         *approvals.entry(request.requester_id).or_default() += 1;
@@ -87,12 +96,15 @@ fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     for record in threads {
         let edge = view.store.edge(record.id)?.map(|(_, status)| status);
         let status = reported_status(&record, view.driven);
-        let usage = usage_of(Path::new(&record.rollout_path));
+        let (usage, consumed) = replayed(Path::new(&record.rollout_path));
+        let unread = unread.get(&record.id).map_or(0, |ids| {
+            ids.iter().filter(|id| !consumed.contains(id)).count() as u64
+        });
         rows.push(Row {
             usage,
             edge,
             resident: view.driven && edge != Some(EdgeStatus::Closed),
-            unread: unread.get(&record.id).copied().unwrap_or(0),
+            unread,
             pending_approvals: approvals.get(&record.id).copied().unwrap_or(0),
             status,
             record,
@@ -104,10 +116,14 @@ fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
     Ok(rows)
 }
 
-/// Tokens an agent used, summed from its rollout's `usage` lines.
-fn usage_of(rollout: &Path) -> Usage {
+/// Tokens an agent used, summed from its rollout's `usage` lines, and the mail its rollout
+/// shows consumed. An unreadable rollout counts as empty (the row still shows the store's view).
+fn replayed(rollout: &Path) -> (Usage, HashSet<MailId>) {
     read_rollout(rollout)
-        .map(|read| Replay::from_read(&read).usage)
+        .map(|read| {
+            let replay = Replay::from_read(&read);
+            (replay.usage, replay.consumed)
+        })
         .unwrap_or_default()
 }
 
@@ -306,7 +322,13 @@ pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
 pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
     let thread = find_thread(&view, &args.target)?;
-    let mail = view.store.unconsumed_mail(thread.id)?;
+    let (_, consumed) = replayed(Path::new(&thread.rollout_path));
+    let mail: Vec<_> = view
+        .store
+        .unconsumed_mail(thread.id)?
+        .into_iter()
+        .filter(|m| !consumed.contains(&m.id))
+        .collect();
     if args.json {
         println!(
             "{}",
