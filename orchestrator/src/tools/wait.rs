@@ -1,6 +1,7 @@
 //! `wait_agent`: block (spending no tokens) until a target's mail is waiting (`any`), every
 //! target is idle (`all`), a target starts waiting for an approval, or the deadline passes.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -119,11 +120,14 @@ fn check(caller: &Agent, targets: &[Arc<Agent>], mode: WaitMode) -> Option<Done>
     }
     match mode {
         WaitMode::Any => {
-            let paths: Vec<AgentPath> = targets.iter().map(|t| t.path().clone()).collect();
+            // One pass over the mailbox, then one lookup per target.
             let state = caller.state();
-            let from: Vec<AgentPath> = paths
-                .into_iter()
-                .filter(|path| state.mailbox.pending().any(|m| &m.author == path))
+            let authors: HashSet<&AgentPath> = state.mailbox.pending().map(|m| &m.author).collect();
+            let from: Vec<AgentPath> = targets
+                .iter()
+                .map(|t| t.path())
+                .filter(|path| authors.contains(path))
+                .cloned()
                 .collect();
             (!from.is_empty()).then_some(Done::Mail(from))
         }
