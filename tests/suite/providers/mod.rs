@@ -1,0 +1,159 @@
+//! The HTTP providers (`openai`: Responses, `chat`: Chat Completions) against local mock
+//! servers: stream framing, tool calls, retries, errors, cancellation, key hygiene, and a full
+//! multi-agent run through the mock Responses server; one module each, with the helpers they
+//! share here.
+
+mod errors;
+mod multi_agent;
+mod retry;
+mod stream;
+
+use std::time::Duration;
+
+use arbor_model::{
+    AgentIdentity, HttpProviderConfig, ModelError, ModelEvent, ModelRequest, ModelResponse,
+    ProviderKind, RetryPolicy, build_provider,
+};
+use arbor_protocol::{AgentPath, ResponseItem, ThreadId, ToolSpec, Usage};
+use arbor_tests::mock_http::{MockServer, Output, USAGE, chat_events, responses_events};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+const KEY: &str = "sk-test-SECRET-7f3a9c1e5b";
+const KEY_ENV: &str = "ARBOR_TEST_API_KEY";
+const KINDS: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Chat];
+
+fn config(server: &MockServer) -> HttpProviderConfig {
+    HttpProviderConfig {
+        base_url: server.base_url(),
+        api_key: Some(KEY.to_string()),
+        api_key_env: KEY_ENV.to_string(),
+        request_timeout: Duration::from_secs(20),
+        extra_headers: vec![("x-arbor-test".to_string(), "providers".to_string())],
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+        },
+    }
+}
+
+fn request(input: Vec<ResponseItem>) -> ModelRequest {
+    ModelRequest {
+        agent: AgentIdentity {
+            thread_id: ThreadId::new(),
+            path: AgentPath::root(),
+            nickname: None,
+            role: "default".to_string(),
+        },
+        model: "mock-model".to_string(),
+        reasoning_effort: None,
+        instructions: "you are a test".to_string(),
+        input: input.into(),
+        tools: std::sync::Arc::new(vec![ToolSpec {
+            name: "list_agents".to_string(),
+            description: "List the agents.".to_string(),
+            parameters: json!({"type": "object", "properties": {}}),
+        }]),
+        parallel_tool_calls: true,
+    }
+}
+
+fn user(text: &str) -> ResponseItem {
+    ResponseItem::Message {
+        role: "user".to_string(),
+        content: text.to_string(),
+    }
+}
+
+/// The events of a stream answering with `outputs`, in `kind`'s wire format.
+fn events(kind: ProviderKind, outputs: &[Output]) -> Vec<String> {
+    match kind {
+        ProviderKind::OpenAi => responses_events(outputs),
+        ProviderKind::Chat => chat_events(outputs),
+    }
+}
+
+fn stream_text(kind: ProviderKind, outputs: &[Output]) -> String {
+    events(kind, outputs).concat()
+}
+
+/// The items the provider should return for `outputs`.
+fn items(outputs: &[Output]) -> Vec<ResponseItem> {
+    outputs
+        .iter()
+        .map(|output| match output {
+            Output::Text(text) => ResponseItem::Message {
+                role: "assistant".to_string(),
+                content: text.clone(),
+            },
+            Output::Call(call_id, name, arguments) => ResponseItem::FunctionCall {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+        })
+        .collect()
+}
+
+fn usage() -> Option<Usage> {
+    let (input_tokens, cached_input_tokens, output_tokens) = USAGE;
+    Some(Usage {
+        input_tokens,
+        cached_input_tokens,
+        output_tokens,
+    })
+}
+
+/// Runs one request against `server` and collects the events the provider sent.
+async fn respond(
+    kind: ProviderKind,
+    config: HttpProviderConfig,
+) -> (Result<ModelResponse, ModelError>, Vec<ModelEvent>) {
+    let provider = build_provider(kind, config).expect("provider");
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let result = provider.respond(&request(vec![user("hi")]), &tx).await;
+    drop(tx);
+    let mut events = Vec::new();
+    while let Some(event) = rx.recv().await {
+        events.push(event);
+    }
+    (result, events)
+}
+
+fn retries(events: &[ModelEvent]) -> Vec<(String, u64)> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::Retrying {
+                reason,
+                retry_in_ms,
+            } => Some((reason.clone(), *retry_in_ms)),
+            ModelEvent::ItemDone(_) => None,
+        })
+        .collect()
+}
+
+fn endpoint(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::OpenAi => "/v1/responses",
+        ProviderKind::Chat => "/v1/chat/completions",
+    }
+}
+
+fn tool_calls() -> Vec<Output> {
+    vec![
+        Output::text("Spawning both."),
+        Output::call(
+            "call_1",
+            "spawn_agent",
+            &json!({"task_name": "worker_a", "message": "rename foo to bar in every file of src/"}),
+        ),
+        Output::call(
+            "call_2",
+            "exec_command",
+            &json!({"cmd": "grep -rn 'foo' src/ | head -n 50", "timeout_ms": 10000}),
+        ),
+        Output::call("call_3", "list_agents", &json!({})),
+    ]
+}

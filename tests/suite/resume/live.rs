@@ -1,0 +1,201 @@
+//! Whole-tree resume, and `send`, `interrupt` and `close` on live and stopped sessions.
+
+use std::sync::Arc;
+
+use arbor_model::ScriptedModel;
+use arbor_orchestrator::{Orchestrator, RunConfig};
+use arbor_protocol::{AgentPath, AgentStatus, MailKind};
+use serde_json::{Value, json};
+
+use super::{Driver, agent, agents, write_script};
+use crate::cli::{Workspace, session_of, text};
+
+fn fan_out(n: usize) -> Value {
+    let spawns: Vec<Value> = (0..n)
+        .map(|i| json!({"call": "spawn_agent", "args": {"task_name": format!("worker_{i}"), "message": format!("task {i}")}}))
+        .collect();
+    json!({"agents": [
+        {"match": "/root", "responses": [spawns, [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}], [{"say": "fanned out"}]]},
+        {"match": "/root/*", "responses": [[{"say": "{{task_name}} did {{input}}"}]]}
+    ]})
+}
+
+#[tokio::test]
+async fn resume_of_fifty_agents_spends_nothing_until_a_followup_reaches_the_same_agent() {
+    let ws = Workspace::new();
+    let day_one = write_script(&ws, "day1.json", &fan_out(50));
+    let out = ws.exec(&day_one, &["--max-running", "50", "--max-resident", "50"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let session = session_of(&text(&out.stderr));
+    let before = agents(&ws, &session);
+    assert_eq!(before.len(), 51);
+    let worker_7 = agent(&before, "/root/worker_7")["id"].clone();
+
+    // Resume without a prompt prints the tree and needs no model.
+    let shown = ws.run(&["resume", &session]);
+    assert!(shown.status.success(), "{}", text(&shown.stderr));
+    assert!(text(&shown.stdout).contains("/root/worker_49"));
+
+    let day_two = json!({"agents": [{"match": "/root/*", "responses": [[{"say": "{{task_name}} again: {{input}}"}]]}]});
+    let model = Arc::new(ScriptedModel::from_json(&day_two.to_string()).expect("script"));
+    let mut config = RunConfig::new(ws.home(), ws.project());
+    config.root_driven = false;
+    let (orch, info) = Orchestrator::resume(config, model.clone(), &session[..8])
+        .await
+        .expect("resume");
+    assert_eq!(info.agents, 51);
+    assert_eq!(model.requests().len(), 0, "resume spends no model request");
+    assert_eq!(orch.resident_children(), 0, "resume loads no runtime");
+    orch.send_from_user("/root/worker_7", MailKind::Followup, "once more")
+        .await
+        .expect("followup");
+    orch.wait_quiescent().await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1, "only worker_7 was asked");
+    assert_eq!(requests[0].agent.path.as_str(), "/root/worker_7");
+    assert_eq!(
+        requests[0].agent.thread_id.to_string(),
+        worker_7.as_str().expect("id")
+    );
+    // Its history is day one's: the spawn task and its answer, then the follow-up.
+    let history = arbor_tests::texts(&requests[0].input);
+    assert_eq!(history, ["task 7", "worker_7 did task 7", "once more"]);
+    let view = orch
+        .agent(&AgentPath::parse("/root/worker_7").expect("path"))
+        .expect("agent");
+    assert_eq!(
+        view.status,
+        AgentStatus::Completed(Some("worker_7 again: once more".into()))
+    );
+    orch.shutdown("done").await;
+}
+
+#[test]
+fn send_reaches_a_live_session_and_waits_durably_in_a_stopped_one() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "live.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "while [ ! -f flag ]; do sleep 0.01; done", "timeout_ms": 600000}}],
+                [{"say": "w read: {{input}}"}],
+                [{"say": "w day two: {{input}}"}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");
+    let sent = ws.run(&["send", &driver.session, "/root/w", "hello from outside"]);
+    assert!(sent.status.success(), "{}", text(&sent.stderr));
+    let mail_id = text(&sent.stdout).trim().to_string();
+    // The driver picks the mail up from the journal on its own.
+    driver.until(|e| e["type"] == "mail.sent" && e["id"] == mail_id.as_str());
+    std::fs::write(ws.project().join("flag"), "").expect("flag");
+    let session = driver.session.clone();
+    assert_eq!(driver.wait(), 0);
+    let list = agents(&ws, &session);
+    assert_eq!(
+        agent(&list, "/root/w")["status"],
+        json!({"completed": "w read: hello from outside"})
+    );
+
+    // Stopped: the mail waits durably and is delivered before the follow-up that revives w.
+    let note = ws.run(&["send", &session, "/root/w", "a note for tomorrow"]);
+    assert!(note.status.success());
+    let waiting = ws.run(&["mail", &session, "/root/w", "--json"]);
+    let waiting: Value = serde_json::from_slice(&waiting.stdout).expect("json");
+    assert_eq!(waiting[0]["content"], "a note for tomorrow");
+    assert_eq!(waiting[0]["kind"], "message");
+    let day_two = write_script(
+        &ws,
+        "day2.json",
+        &json!({"agents": [
+        {"match": "/root/w", "responses": [[{"say": "w saw {{input}}"}]]}]}),
+    );
+    let out = ws
+        .arbor()
+        .args(["followup", &session, "/root/w", "start again", "--script"])
+        .arg(&day_two)
+        .output()
+        .expect("followup");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "w saw start again");
+    let log = ws.run(&["log", &session, "/root/w"]);
+    let log = text(&log.stdout);
+    let note_at = log.find("a note for tomorrow").expect("note delivered");
+    let followup_at = log
+        .find("mail read followup from /root: start again")
+        .expect("follow-up delivered");
+    assert!(
+        note_at < followup_at,
+        "queued mail comes before the follow-up:\n{log}"
+    );
+    let waiting = ws.run(&["mail", &session, "/root/w", "--json"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&waiting.stdout).expect("json"),
+        json!([])
+    );
+}
+
+#[test]
+fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "ic.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}},
+                 {"call": "spawn_agent", "args": {"task_name": "v", "message": "finish"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "sleep 600", "timeout_ms": 600000}}]]},
+            {"match": "/root/v", "responses": [[{"say": "v done"}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");
+    let session = driver.session.clone();
+    let out = ws.run(&["interrupt", &session, "/root/w"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
+        json!({"previous_status": "running"})
+    );
+    // The driver applies it: w's turn ends as interrupted, and the tree finishes.
+    driver.until(|e| {
+        e["type"] == "turn.aborted" && e["path"] == "/root/w" && e["reason"] == "interrupted"
+    });
+    assert_eq!(driver.wait(), 0);
+    let list = agents(&ws, &session);
+    assert_eq!(
+        agent(&list, "/root/w")["status"],
+        json!({"interrupted": "interrupted"})
+    );
+    // Stopped session: interrupt changes nothing, close closes the edge.
+    let idle = ws.run(&["interrupt", &session, "/root/v"]);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&idle.stdout).expect("json"),
+        json!({"previous_status": {"completed": "v done"}})
+    );
+    let closed = ws.run(&["close", &session, "/root/v"]);
+    assert!(closed.status.success(), "{}", text(&closed.stderr));
+    let list = agents(&ws, &session);
+    assert_eq!(agent(&list, "/root/v")["edge"], "closed");
+    assert_eq!(agent(&list, "/root/v")["status"], "closed");
+    let again = ws.run(&["send", &session, "/root/v", "hello"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        text(&again.stderr).contains("agent /root/v is closed"),
+        "{}",
+        text(&again.stderr)
+    );
+    let root = ws.run(&["close", &session, "/root"]);
+    assert_eq!(root.status.code(), Some(2));
+    assert!(text(&root.stderr).contains("root is not a spawned agent"));
+}
