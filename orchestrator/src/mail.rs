@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arbor_agent_graph::Ticket;
 use arbor_mailbox::Arrival;
 use arbor_protocol::text::truncate_middle;
 use arbor_protocol::{AgentPath, Event, Mail, MailKind, RolloutItem};
@@ -22,7 +23,7 @@ pub const FOLLOWUP_TO_ROOT: &str = "Follow-up tasks can't target the root agent"
 /// rollout and committed (and synced) in the store; only then is anyone told.
 pub async fn send(
     inner: &Arc<Inner>,
-    author: &Agent,
+    author: &Arc<Agent>,
     recipient: &Arc<Agent>,
     kind: MailKind,
     content: &str,
@@ -52,19 +53,35 @@ pub fn compose(author: &Agent, recipient: &Agent, kind: MailKind, content: &str)
 
 /// Waits for a mail already in its author's rollout to be committed by `ticket`, then
 /// announces it and puts it in the recipient's mailbox, in its author's sending order.
+///
+/// Cancelling the waiting task (its turn interrupted) does not cancel the commit, so it does
+/// not cancel the delivery either (`Posted::answer_later`).
 pub async fn publish(
-    posted: Posted<'_>,
+    posted: Posted,
     recipient: &Arc<Agent>,
     mail: &Mail,
-    ticket: arbor_agent_graph::Ticket<()>,
+    ticket: Ticket<()>,
 ) -> Result<(), String> {
+    let mut pending = Pending(Some((posted, ticket, Arc::clone(recipient), mail.clone())));
+    let Some((_, ticket, _, _)) = pending.0.as_mut() else {
+        unreachable!("filled above");
+    };
     let committed = ticket.await;
-    posted.answer(
-        committed
-            .is_ok()
-            .then(|| (Arc::clone(recipient), mail.clone())),
-    );
+    if let Some((posted, _, recipient, mail)) = pending.0.take() {
+        posted.answer(committed.is_ok().then_some((recipient, mail)));
+    }
     committed.map_err(|err| format!("mail not sent: {err}"))
+}
+
+/// A mail whose commit [`publish`] is waiting for.
+struct Pending(Option<(Posted, Ticket<()>, Arc<Agent>, Mail)>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some((posted, ticket, recipient, mail)) = self.0.take() {
+            posted.answer_later(ticket, recipient, mail);
+        }
+    }
 }
 
 /// Puts an already persisted mail into the recipient's mailbox and wakes it if due.

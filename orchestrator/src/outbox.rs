@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use arbor_agent_graph::Ticket;
 use arbor_protocol::Mail;
 
 use crate::agent::Agent;
@@ -68,47 +69,66 @@ impl<T> Outbox<T> {
     }
 }
 
-/// A mail handed to the store and not yet answered. Dropped without [`Posted::answer`] (its
-/// task was cancelled), it counts as failed, so the mails after it are not held back.
-pub struct Posted<'a> {
-    inner: &'a Arc<Inner>,
-    sender: &'a Agent,
+/// A mail handed to the store and not yet answered. Dropped without [`Posted::answer`], it
+/// counts as failed, so the mails after it are not held back (`mail::publish` answers even
+/// when its task is cancelled; only a runtime shutting down drops one unanswered).
+pub struct Posted {
+    inner: Arc<Inner>,
+    sender: Arc<Agent>,
     seq: u64,
     open: bool,
 }
 
 /// Numbers a mail of `sender` and hands it to the store with `submit`, under the outbox lock.
-pub fn post<'a, T>(
-    inner: &'a Arc<Inner>,
-    sender: &'a Agent,
-    submit: impl FnOnce() -> T,
-) -> (Posted<'a>, T) {
+pub fn post<T>(inner: &Arc<Inner>, sender: &Arc<Agent>, submit: impl FnOnce() -> T) -> (Posted, T) {
     let mut outbox = lock(&sender.outbox);
     let seq = outbox.number();
     let submitted = submit();
     drop(outbox);
     let posted = Posted {
-        inner,
-        sender,
+        inner: Arc::clone(inner),
+        sender: Arc::clone(sender),
         seq,
         open: true,
     };
     (posted, submitted)
 }
 
-impl Posted<'_> {
+impl Posted {
     /// Records the mail's commit (`Some`, with its recipient) or failure (`None`), then
     /// announces and delivers every mail now due, in order.
     pub fn answer(mut self, committed: Option<(Arc<Agent>, Mail)>) {
         self.open = false;
-        settle(self.inner, self.sender, self.seq, committed);
+        settle(&self.inner, &self.sender, self.seq, committed);
+    }
+
+    /// For a mail whose sending task is gone (its turn was interrupted) while the store
+    /// commits it: a task of its own waits for the commit and answers. Until then the sender
+    /// counts as settling (waits on it do not return) and the tree as busy (not quiescent), so
+    /// the mail is delivered before anyone concludes that nothing is left to happen.
+    pub fn answer_later(self, ticket: Ticket<()>, recipient: Arc<Agent>, mail: Mail) {
+        // Outside a runtime (it is being torn down) nothing can wait: dropped, the mail counts
+        // as not delivered here; once committed it is in the store for the next driver.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let inner = Arc::clone(&self.inner);
+        let sender = Arc::clone(&self.sender);
+        sender.state().settling += 1;
+        inner.work_started();
+        runtime.spawn(async move {
+            let committed = ticket.await;
+            self.answer(committed.is_ok().then_some((recipient, mail)));
+            sender.state().settling -= 1;
+            crate::turn_end::settled(&inner, &sender);
+        });
     }
 }
 
-impl Drop for Posted<'_> {
+impl Drop for Posted {
     fn drop(&mut self) {
         if self.open {
-            settle(self.inner, self.sender, self.seq, None);
+            settle(&self.inner, &self.sender, self.seq, None);
         }
     }
 }

@@ -183,6 +183,12 @@ async fn settle(
             status,
         });
     }
+    settled(inner, agent);
+}
+
+/// Work of `agent` that counted as busy (a settling turn, a mail still being committed) is
+/// over: the wakes it may have held back, then one busy unit fewer.
+pub fn settled(inner: &Arc<Inner>, agent: &Arc<Agent>) {
     if let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) {
         maybe_wake_once(inner, &parent);
     }

@@ -199,3 +199,66 @@ fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() 
     assert_eq!(root.status.code(), Some(2));
     assert!(text(&root.stderr).contains("root is not a spawned agent"));
 }
+
+/// Interrupting an agent while its mail is being committed does not lose the mail: the commit
+/// goes on, and once it lands the recipient gets the mail live (here, a follow-up that wakes
+/// it), not only after a restart. The test holds the store's write lock to keep the commit
+/// waiting while it interrupts the sender.
+#[test]
+fn a_mail_whose_sender_is_interrupted_mid_commit_is_still_delivered() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "mid_commit.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "b", "message": "wait"}},
+                 {"call": "spawn_agent", "args": {"task_name": "a", "message": "send"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/a", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "while [ ! -f locked ]; do sleep 0.01; done"}}],
+                [{"call": "followup_task", "args": {"target": "/root/b", "message": "hello"}}],
+                [{"say": "a done"}]]},
+            {"match": "/root/b", "responses": [
+                [{"say": "b ready"}],
+                [{"say": "b got {{input}}"}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    let session = driver.session.clone();
+    // b's first turn is over, and a waits for the file.
+    let seen = std::cell::Cell::new((false, false));
+    driver.until(|e| {
+        let (mut b_done, mut a_waits) = seen.get();
+        b_done |= e["type"] == "turn.completed" && e["path"] == "/root/b";
+        a_waits |=
+            e["type"] == "tool.call" && e["path"] == "/root/a" && e["name"] == "exec_command";
+        seen.set((b_done, a_waits));
+        b_done && a_waits
+    });
+    let conn = rusqlite::Connection::open(ws.home().join(arbor_agent_graph::STATE_FILE_NAME))
+        .expect("sqlite");
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    conn.execute_batch("BEGIN IMMEDIATE").expect("write lock");
+    std::fs::write(ws.project().join("locked"), "").expect("file");
+    // a's follow-up is in its rollout and waiting for the store: interrupt a.
+    driver.until(|e| {
+        e["type"] == "tool.call" && e["path"] == "/root/a" && e["name"] == "followup_task"
+    });
+    let out = ws.run(&["interrupt", &session, "/root/a"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    driver.until(|e| e["type"] == "turn.aborted" && e["path"] == "/root/a");
+    conn.execute_batch("COMMIT").expect("release");
+    let done = driver.until(|e| {
+        e["type"] == "turn.completed" && e["path"] == "/root/b" && e["last_message"] != "b ready"
+    });
+    assert!(
+        done["last_message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("b got") && m.contains("hello")),
+        "{done}"
+    );
+    assert_eq!(driver.wait(), 0);
+}
