@@ -52,11 +52,11 @@ fn scan(home: &Path) -> Result<Scan, CliError> {
     let mut journals = HashMap::new();
     for (record, _) in threads.iter().filter(|(r, _)| r.parent_id.is_none()) {
         let path = journal_path(Path::new(&record.rollout_path), record.id);
-        let (entries, _) =
-            read_journal(&path, 0).map_err(|err| CliError::failed(err.to_string()))?;
+        let read = read_journal(&path, 0).map_err(|err| CliError::failed(err.to_string()))?;
+        notices.extend(read.notices);
         journals.insert(
             record.id,
-            entries.into_iter().map(|(entry, _)| entry).collect(),
+            read.entries.into_iter().map(|(entry, _)| entry).collect(),
         );
     }
     approvals.sort_by_key(|a| a.requested_at);

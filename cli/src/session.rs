@@ -107,7 +107,7 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
 
 pub fn send(home: &Path, args: &SendArgs) -> Result<u8, CliError> {
     crate::read::open_store(home)?;
-    let (mail, _) = send_external(
+    let sent = send_external(
         home,
         &args.session,
         &args.target,
@@ -115,7 +115,10 @@ pub fn send(home: &Path, args: &SendArgs) -> Result<u8, CliError> {
         &args.message,
     )
     .map_err(external)?;
-    println!("{}", mail.id);
+    if let Some(notice) = &sent.notice {
+        eprintln!("notice: {notice}");
+    }
+    println!("{}", sent.mail.id);
     Ok(0)
 }
 
@@ -126,19 +129,27 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         arbor_orchestrator::find_root(&store, &args.session)?
     };
     if let Some(pid) = Lease::holder(&home, root.id) {
-        let (mail, _) = send_external(
-            &home,
-            &args.session,
-            &args.target,
-            MailKind::Followup,
-            &args.message,
-        )
+        // The store's tickets block: off the runtime's workers.
+        let (at, session, target, message) = (
+            home.clone(),
+            args.session.clone(),
+            args.target.clone(),
+            args.message.clone(),
+        );
+        let sent = tokio::task::spawn_blocking(move || {
+            send_external(&at, &session, &target, MailKind::Followup, &message)
+        })
+        .await
+        .map_err(|err| CliError::failed(err.to_string()))?
         .map_err(external)?;
+        if let Some(notice) = &sent.notice {
+            eprintln!("notice: {notice}");
+        }
         eprintln!(
             "handed to the process driving session {} (pid {pid})",
             root.id
         );
-        println!("{}", mail.id);
+        println!("{}", sent.mail.id);
         return Ok(0);
     }
     let file = crate::config::load(&home, &workspace_of(&args.run)?)?;

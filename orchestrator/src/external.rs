@@ -95,15 +95,26 @@ fn journal(target: &Target, entry: &JournalEntry) -> Result<(), ExternalError> {
     Ok(append_journal(&path, entry)?)
 }
 
-/// Queues mail from `/root` to `target`: journal first, then the store (committed and synced).
-/// Returns the mail and the recipient's record.
+/// Mail another process queued with [`send_external`].
+#[derive(Debug)]
+pub struct SentExternal {
+    pub mail: Mail,
+    pub recipient: ThreadRecord,
+    /// Set when the store could not take the mail after the journal did: it is sent (the
+    /// journal is its durable record) and the driver stores it; this says so.
+    pub notice: Option<String>,
+}
+
+/// Queues mail from `/root` to `target`: journal first (synced: from then on the mail is sent),
+/// then the store. Should the store refuse it, the live driver stores it from the journal
+/// within a second, or the next `arbor resume`/`followup` does at its start.
 pub fn send_external(
     home: &Path,
     session: &str,
     target: &str,
     kind: MailKind,
     content: &str,
-) -> Result<(Mail, ThreadRecord), ExternalError> {
+) -> Result<SentExternal, ExternalError> {
     mail::check_content(content).map_err(ExternalError::Refused)?;
     let target = resolve(home, session, target)?;
     mail::check_recipient(kind, &target.thread.path).map_err(ExternalError::Refused)?;
@@ -120,11 +131,23 @@ pub fn send_external(
             mail: mail.clone(),
         },
     )?;
-    target
+    let notice = target
         .store
         .enqueue_mail(target.root.id, target.thread.id, &mail)
-        .wait()?;
-    Ok((mail, target.thread))
+        .wait()
+        .err()
+        .map(|err| {
+            format!(
+                "the mail is in the session journal but the store did not take it now ({err}); \
+                 the process driving the session, or the next `arbor resume` or `arbor followup`, \
+                 stores and delivers it"
+            )
+        });
+    Ok(SentExternal {
+        mail,
+        recipient: target.thread,
+        notice,
+    })
 }
 
 /// The status another process reports for a thread (read commands, `interrupt`, `close`).

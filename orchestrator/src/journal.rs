@@ -31,19 +31,16 @@ pub fn watch_from(inner: &Arc<Inner>, root: &Arc<Agent>, mut offset: u64) {
             let at = path.clone();
             let read = tokio::task::spawn_blocking(move || read_journal(&at, offset)).await;
             match read {
-                Ok(Ok((entries, next))) => {
-                    let mut done = offset;
-                    let mut blocked = false;
-                    for (entry, end) in entries {
-                        if !ready(&watcher, &entry).await {
-                            // Its store row is not committed yet: take it up on the next tick.
-                            blocked = true;
-                            break;
-                        }
-                        apply(&watcher, entry).await;
-                        done = end;
+                Ok(Ok(read)) => {
+                    for notice in &read.notices {
+                        tracing::warn!("{notice}");
                     }
-                    offset = if blocked { done } else { next };
+                    for (entry, _) in read.entries {
+                        if stored(&watcher, &entry).await {
+                            apply(&watcher, entry).await;
+                        }
+                    }
+                    offset = read.next;
                 }
                 Ok(Err(err)) => tracing::error!(error = %err, "session journal unreadable"),
                 Err(err) => tracing::error!(error = %err, "session journal reader failed"),
@@ -59,17 +56,26 @@ pub fn watch(inner: &Arc<Inner>, root: &Arc<Agent>) {
 }
 
 /// A journaled mail is applied only once its store row is committed, so that consuming it can
-/// mark it consumed.
-async fn ready(inner: &Arc<Inner>, entry: &JournalEntry) -> bool {
-    let JournalEntry::Mail { mail, .. } = entry else {
+/// mark it consumed. The journal entry is the mail's durable record: the driver stores it
+/// itself (a mail id is stored once, so this and the sending process's own write agree), and
+/// a sender that died, or whose store write failed, between the two neither loses the mail nor
+/// holds up the entries after it.
+async fn stored(inner: &Arc<Inner>, entry: &JournalEntry) -> bool {
+    let JournalEntry::Mail { recipient_id, mail } = entry else {
         return true;
     };
-    let store = inner.store.clone();
-    let id = mail.id;
-    matches!(
-        tokio::task::spawn_blocking(move || store.mail_known(id)).await,
-        Ok(Ok(true))
-    )
+    match inner
+        .store
+        .enqueue_mail(inner.session_id, *recipient_id, mail)
+        .await
+    {
+        Ok(()) => true,
+        Err(err) => {
+            // Not delivered live; the journal keeps it for `arbor doctor --rebuild`.
+            tracing::error!(mail = %mail.id, error = %err, "journaled mail not stored");
+            false
+        }
+    }
 }
 
 async fn apply(inner: &Arc<Inner>, entry: JournalEntry) {

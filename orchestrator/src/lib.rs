@@ -40,8 +40,8 @@ pub use crate::approval::{
 };
 pub use crate::config::RunConfig;
 pub use crate::external::{
-    ExternalAnswer, ExternalError, answer_external, close_external, interrupt_external,
-    reported_status, send_external,
+    ExternalAnswer, ExternalError, SentExternal, answer_external, close_external,
+    interrupt_external, reported_status, send_external,
 };
 pub use crate::lease::{Lease, LeaseError};
 use crate::lifecycle::{NewAgent, create_agent};

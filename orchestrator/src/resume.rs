@@ -10,7 +10,7 @@ use arbor_agent_graph::{EdgeStatus, Store, ThreadRecord};
 use arbor_model::ModelClient;
 use arbor_protocol::{AgentStatus, SandboxMode, ThreadId};
 use arbor_roles::{Capabilities, RoleSet};
-use arbor_rollout::{journal_len, journal_path, tail_status};
+use arbor_rollout::{JournalEntry, journal_path, read_journal, tail_status};
 
 use crate::agent::{Agent, Identity};
 use crate::lifecycle::instructions_for;
@@ -71,10 +71,11 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
     let lease = Lease::acquire(&home, root.id)?;
     let pending_approvals = store.pending_approvals(root.id)?;
-    let journal_offset = journal_len(&journal_path(
-        std::path::Path::new(&root.rollout_path),
+    let journal_offset = store_journaled_mail(
+        &store,
         root.id,
-    ));
+        &journal_path(std::path::Path::new(&root.rollout_path), root.id),
+    )?;
     let mut open: Vec<ThreadId> = vec![root.id];
     open.extend(store.descendants(root.id, Some(EdgeStatus::Open))?);
     let mut by_id: HashMap<ThreadId, ThreadRecord> = store
@@ -109,6 +110,35 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
         threads,
         mail,
     })
+}
+
+/// Stores the mail of the session's journal that the store lacks: a sending process that died
+/// (or whose store write failed) after journaling its mail. A mail id is stored once, so mail
+/// already there is untouched, consumed or not. Returns the offset the live watch starts from.
+fn store_journaled_mail(
+    store: &Store,
+    session: ThreadId,
+    journal: &std::path::Path,
+) -> Result<u64, OrchestratorError> {
+    let read = read_journal(journal, 0).map_err(|err| {
+        OrchestratorError::Start(format!("cannot read the session journal: {err}"))
+    })?;
+    for notice in &read.notices {
+        tracing::warn!("{notice}");
+    }
+    for (entry, _) in read.entries {
+        let JournalEntry::Mail { recipient_id, mail } = entry else {
+            continue;
+        };
+        if store.mail_known(mail.id)? {
+            continue;
+        }
+        if let Err(err) = store.enqueue_mail(session, recipient_id, &mail).wait() {
+            // Left in the journal for `arbor doctor --rebuild`; the session still resumes.
+            tracing::warn!(mail = %mail.id, error = %err, "journaled mail not stored");
+        }
+    }
+    Ok(read.next)
 }
 
 impl Orchestrator {

@@ -16,7 +16,9 @@ mod tail;
 mod writer;
 
 pub use error::RolloutError;
-pub use journal::{JournalEntry, append_journal, journal_len, journal_path, read_journal};
+pub use journal::{
+    JournalEntry, JournalRead, append_journal, journal_len, journal_path, read_journal,
+};
 pub use layout::{
     SESSIONS_DIR, find_rollout, list_rollouts, rollout_file_name, rollout_path, sessions_dir,
 };

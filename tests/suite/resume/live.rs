@@ -262,3 +262,141 @@ fn a_mail_whose_sender_is_interrupted_mid_commit_is_still_delivered() {
     );
     assert_eq!(driver.wait(), 0);
 }
+
+/// The session journal of `session`, found through the root's rollout as the driver does.
+fn journal_of(ws: &Workspace, session: &str) -> std::path::PathBuf {
+    let store = arbor_agent_graph::Store::open(&ws.home()).expect("store");
+    let root = store.find_session_by_prefix(session).expect("root");
+    store.close();
+    arbor_rollout::journal_path(std::path::Path::new(&root.rollout_path), root.id)
+}
+
+/// What an `arbor send` killed between its journal entry and its store row leaves behind: a
+/// follow-up to `path` in the journal only; then a line that is not an entry at all. Returns
+/// the orphan mail's id.
+fn orphan_and_garbage(ws: &Workspace, session: &str, path: &str, content: &str) -> String {
+    let id = agent(&agents(ws, session), path)["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let mail = arbor_protocol::Mail::new(
+        AgentPath::root(),
+        AgentPath::root().resolve(path).expect("path"),
+        MailKind::Followup,
+        content.to_string(),
+    );
+    let journal = journal_of(ws, session);
+    arbor_rollout::append_journal(
+        &journal,
+        &arbor_rollout::JournalEntry::Mail {
+            recipient_id: arbor_protocol::ThreadId::parse(&id).expect("id"),
+            mail: mail.clone(),
+        },
+    )
+    .expect("journal");
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&journal)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"{torn by a crash\n"))
+        .expect("garbage");
+    mail.id.to_string()
+}
+
+/// A live driver delivers journaled mail whose sender died before storing it, skips a line
+/// that is not an entry, and goes on applying what comes after both.
+#[test]
+fn a_live_driver_delivers_orphaned_journal_mail_and_skips_bad_lines() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "orphan_live.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "first"}}],
+                // Keeps the session live until the test is done (bounded, should it never be).
+                [{"call": "exec_command", "args": {"cmd": "while [ ! -f end ]; do sleep 0.01; done", "timeout_ms": 60000}}],
+                [{"say": "root done"}],
+                // w's later results wake the root once more.
+                [{"say": "root read the results"}]]},
+            {"match": "/root/w", "responses": [
+                [{"say": "w: {{input}}"}], [{"say": "w: {{input}}"}], [{"say": "w: {{input}}"}]]}
+        ]}),
+    );
+    let mut driver = Driver::start(&ws, &script, &[]);
+    let session = driver.session.clone();
+    let seen = std::cell::Cell::new((false, false));
+    driver.until(|e| {
+        let (mut w_done, mut root_waits) = seen.get();
+        w_done |= e["type"] == "turn.completed" && e["path"] == "/root/w";
+        root_waits |=
+            e["type"] == "tool.call" && e["path"] == "/root" && e["name"] == "exec_command";
+        seen.set((w_done, root_waits));
+        w_done && root_waits
+    });
+    let orphan = orphan_and_garbage(&ws, &session, "/root/w", "orphan");
+    let out = ws.run(&["followup", &session, "/root/w", "after"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let after = text(&out.stdout).trim().to_string();
+    let delivered = |id: &str| {
+        let id = id.to_string();
+        move |e: &Value| e["type"] == "mail.delivered" && e["id"] == id.as_str()
+    };
+    driver.until(delivered(&orphan));
+    driver.until(delivered(&after));
+    std::fs::write(ws.project().join("end"), "").expect("end");
+    assert_eq!(driver.wait(), 0);
+    assert_eq!(agent(&agents(&ws, &session), "/root/w")["unread"], 0);
+}
+
+/// A stopped session's journaled mail that never reached the store is stored when the session
+/// is next taken up, and reaches its recipient before the follow-up that revives it.
+#[test]
+fn resuming_stores_orphaned_journal_mail_before_the_follow_up() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "orphan_stopped.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "first"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+                [{"say": "root done"}]]},
+            {"match": "/root/w", "responses": [[{"say": "w: {{input}}"}]]}
+        ]}),
+    );
+    let out = ws.exec(&script, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let session = session_of(&text(&out.stderr));
+    let orphan = orphan_and_garbage(&ws, &session, "/root/w", "orphan");
+    let day_two = write_script(
+        &ws,
+        "orphan_day2.json",
+        &json!({"agents": [{"match": "/root/w", "responses": [[{"say": "w: {{input}}"}]]}]}),
+    );
+    let out = ws.run(&[
+        "followup",
+        &session,
+        "/root/w",
+        "after",
+        "--script",
+        day_two.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "w: after");
+    // The orphan went into w's history before the follow-up, and nothing is left unread.
+    let log = ws.run(&["log", &session, "/root/w", "--json"]);
+    assert!(log.status.success(), "{}", text(&log.stderr));
+    let consumed: Vec<String> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("line"))
+        .filter(|l| l["type"] == "mail_consumed")
+        .map(|l| {
+            l["payload"]["mail"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(consumed, ["first", "orphan", "after"], "{orphan}");
+    assert_eq!(agent(&agents(&ws, &session), "/root/w")["unread"], 0);
+}
