@@ -10,6 +10,16 @@ use serde_json::{Value, json};
 use super::{Driver, agent, agents, write_script};
 use crate::cli::{Workspace, session_of, text};
 
+/// Matches the end of a completed turn of `path`.
+fn turn_done(path: &'static str) -> impl Fn(&Value) -> bool {
+    move |e| e["type"] == "turn.completed" && e["path"] == path
+}
+
+/// Matches a call of tool `name` by `path`.
+fn tool_call(path: &'static str, name: &'static str) -> impl Fn(&Value) -> bool {
+    move |e| e["type"] == "tool.call" && e["path"] == path && e["name"] == name
+}
+
 fn fan_out(n: usize) -> Value {
     let spawns: Vec<Value> = (0..n)
         .map(|i| json!({"call": "spawn_agent", "args": {"task_name": format!("worker_{i}"), "message": format!("task {i}")}}))
@@ -228,15 +238,7 @@ fn a_mail_whose_sender_is_interrupted_mid_commit_is_still_delivered() {
     let mut driver = Driver::start(&ws, &script, &[]);
     let session = driver.session.clone();
     // b's first turn is over, and a waits for the file.
-    let seen = std::cell::Cell::new((false, false));
-    driver.until(|e| {
-        let (mut b_done, mut a_waits) = seen.get();
-        b_done |= e["type"] == "turn.completed" && e["path"] == "/root/b";
-        a_waits |=
-            e["type"] == "tool.call" && e["path"] == "/root/a" && e["name"] == "exec_command";
-        seen.set((b_done, a_waits));
-        b_done && a_waits
-    });
+    driver.until_each(&[&turn_done("/root/b"), &tool_call("/root/a", "exec_command")]);
     let conn = rusqlite::Connection::open(ws.home().join(arbor_agent_graph::STATE_FILE_NAME))
         .expect("sqlite");
     conn.busy_timeout(std::time::Duration::from_secs(5))
@@ -244,9 +246,7 @@ fn a_mail_whose_sender_is_interrupted_mid_commit_is_still_delivered() {
     conn.execute_batch("BEGIN IMMEDIATE").expect("write lock");
     std::fs::write(ws.project().join("locked"), "").expect("file");
     // a's follow-up is in its rollout and waiting for the store: interrupt a.
-    driver.until(|e| {
-        e["type"] == "tool.call" && e["path"] == "/root/a" && e["name"] == "followup_task"
-    });
+    driver.until(tool_call("/root/a", "followup_task"));
     let out = ws.run(&["interrupt", &session, "/root/a"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     driver.until(|e| e["type"] == "turn.aborted" && e["path"] == "/root/a");
@@ -324,15 +324,7 @@ fn a_live_driver_delivers_orphaned_journal_mail_and_skips_bad_lines() {
     );
     let mut driver = Driver::start(&ws, &script, &[]);
     let session = driver.session.clone();
-    let seen = std::cell::Cell::new((false, false));
-    driver.until(|e| {
-        let (mut w_done, mut root_waits) = seen.get();
-        w_done |= e["type"] == "turn.completed" && e["path"] == "/root/w";
-        root_waits |=
-            e["type"] == "tool.call" && e["path"] == "/root" && e["name"] == "exec_command";
-        seen.set((w_done, root_waits));
-        w_done && root_waits
-    });
+    driver.until_each(&[&turn_done("/root/w"), &tool_call("/root", "exec_command")]);
     let orphan = orphan_and_garbage(&ws, &session, "/root/w", "orphan");
     let out = ws.run(&["followup", &session, "/root/w", "after"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -86,6 +86,18 @@ impl Driver {
         panic!("the driver ended before the awaited event");
     }
 
+    /// Reads events until each of `preds` has matched one, in any order.
+    pub(crate) fn until_each(&mut self, preds: &[&dyn Fn(&Value) -> bool]) {
+        let seen = std::cell::RefCell::new(vec![false; preds.len()]);
+        self.until(|e| {
+            let mut seen = seen.borrow_mut();
+            for (done, pred) in seen.iter_mut().zip(preds) {
+                *done |= pred(e);
+            }
+            seen.iter().all(|done| *done)
+        });
+    }
+
     pub(crate) fn kill(mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
