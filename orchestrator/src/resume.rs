@@ -52,6 +52,8 @@ struct Loaded {
     root: ThreadRecord,
     /// Journal entries before this offset are already reflected in the store.
     journal_offset: u64,
+    /// Lines of the journal that are not entries, skipped.
+    journal_notices: Vec<String>,
     threads: Vec<(ThreadRecord, AgentStatus)>,
     mail: HashMap<ThreadId, Vec<arbor_protocol::Mail>>,
 }
@@ -71,7 +73,7 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
     let lease = Lease::acquire(&home, root.id)?;
     let pending_approvals = store.pending_approvals(root.id)?;
-    let journal_offset = store_journaled_mail(
+    let (journal_offset, journal_notices) = store_journaled_mail(
         &store,
         root.id,
         &journal_path(std::path::Path::new(&root.rollout_path), root.id),
@@ -107,6 +109,7 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
         lease,
         root,
         journal_offset,
+        journal_notices,
         threads,
         mail,
     })
@@ -114,18 +117,16 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
 
 /// Stores the mail of the session's journal that the store lacks: a sending process that died
 /// (or whose store write failed) after journaling its mail. A mail id is stored once, so mail
-/// already there is untouched, consumed or not. Returns the offset the live watch starts from.
+/// already there is untouched, consumed or not. Returns the offset the live watch starts from,
+/// and a notice for each line skipped.
 fn store_journaled_mail(
     store: &Store,
     session: ThreadId,
     journal: &std::path::Path,
-) -> Result<u64, OrchestratorError> {
+) -> Result<(u64, Vec<String>), OrchestratorError> {
     let read = read_journal(journal, 0).map_err(|err| {
         OrchestratorError::Start(format!("cannot read the session journal: {err}"))
     })?;
-    for notice in &read.notices {
-        tracing::warn!("{notice}");
-    }
     for (entry, _) in read.entries {
         let JournalEntry::Mail { recipient_id, mail } = entry else {
             continue;
@@ -138,7 +139,7 @@ fn store_journaled_mail(
             tracing::warn!(mail = %mail.id, error = %err, "journaled mail not stored");
         }
     }
-    Ok(read.next)
+    Ok((read.next, read.notices))
 }
 
 impl Orchestrator {
@@ -164,7 +165,7 @@ impl Orchestrator {
             loaded.roles,
             loaded.policy,
         ));
-        let mut notices = Vec::new();
+        let mut notices = loaded.journal_notices;
         if let Some(pid) = took_over_from {
             notices.push(format!(
                 "took over the lease of process {pid}, which is gone"

@@ -375,6 +375,11 @@ fn resuming_stores_orphaned_journal_mail_before_the_follow_up() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).trim(), "w: after");
+    assert!(
+        text(&out.stderr).contains("which is not a journal entry"),
+        "the skipped line is reported: {}",
+        text(&out.stderr)
+    );
     // The orphan went into w's history before the follow-up, and nothing is left unread.
     let log = ws.run(&["log", &session, "/root/w", "--json"]);
     assert!(log.status.success(), "{}", text(&log.stderr));
