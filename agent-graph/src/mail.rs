@@ -77,12 +77,23 @@ impl Store {
 
     /// Whether a mail with this id is in the store (consumed or not).
     pub fn mail_known(&self, mail_id: MailId) -> Result<bool, StoreError> {
+        Ok(self.unknown_mail(&[mail_id])?.is_empty())
+    }
+
+    /// Those of `ids` that are not in the store, in the order given; one read transaction.
+    pub fn unknown_mail(&self, ids: &[MailId]) -> Result<Vec<MailId>, StoreError> {
         self.read("look up mail", |conn| {
-            let found: Option<i64> = conn
-                .prepare_cached("SELECT 1 FROM mail WHERE id = ?1")?
-                .query_row(params![mail_id.to_string()], |row| row.get(0))
-                .optional()?;
-            Ok(found.is_some())
+            let mut stmt = conn.prepare_cached("SELECT 1 FROM mail WHERE id = ?1")?;
+            let mut unknown = Vec::new();
+            for id in ids {
+                let found: Option<i64> = stmt
+                    .query_row(params![id.to_string()], |row| row.get(0))
+                    .optional()?;
+                if found.is_none() {
+                    unknown.push(*id);
+                }
+            }
+            Ok(unknown)
         })
     }
 

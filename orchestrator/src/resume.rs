@@ -2,7 +2,7 @@
 //! its status read from its rollout's tail and its unread mail from the store — no runtime and
 //! no model call. Agents are revived lazily when a turn is granted to them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -127,11 +127,18 @@ fn store_journaled_mail(
     let read = read_journal(journal, 0).map_err(|err| {
         OrchestratorError::Start(format!("cannot read the session journal: {err}"))
     })?;
-    for (entry, _) in read.entries {
-        let JournalEntry::Mail { recipient_id, mail } = entry else {
-            continue;
-        };
-        if store.mail_known(mail.id)? {
+    let mails: Vec<(ThreadId, arbor_protocol::Mail)> = read
+        .entries
+        .into_iter()
+        .filter_map(|(entry, _)| match entry {
+            JournalEntry::Mail { recipient_id, mail } => Some((recipient_id, mail)),
+            JournalEntry::Close { .. } | JournalEntry::Interrupt { .. } => None,
+        })
+        .collect();
+    let ids: Vec<_> = mails.iter().map(|(_, mail)| mail.id).collect();
+    let unknown: HashSet<_> = store.unknown_mail(&ids)?.into_iter().collect();
+    for (recipient_id, mail) in mails {
+        if !unknown.contains(&mail.id) {
             continue;
         }
         if let Err(err) = store.enqueue_mail(session, recipient_id, &mail).wait() {

@@ -23,6 +23,31 @@ fn mail(to: &str, content: &str) -> Mail {
     )
 }
 
+/// `unknown_mail` names, in the order asked, the ids the store has never held; consumed mail
+/// is known.
+#[test]
+fn unknown_mail_names_only_ids_never_stored() {
+    let (_dir, store) = open_store();
+    seed_threads(&store, 1, &[(1, None, "/root"), (2, Some(1), "/root/a")]);
+    let stored: Vec<Mail> = (0..2).map(|i| mail("/root/a", &format!("m{i}"))).collect();
+    for m in &stored {
+        store
+            .enqueue_mail(tid(1), tid(2), m)
+            .wait()
+            .expect("enqueue");
+    }
+    store
+        .mark_mail_consumed(stored[0].id)
+        .wait()
+        .expect("consume");
+    let (x, y) = (MailId::new(), MailId::new());
+    let asked = [stored[0].id, x, stored[1].id, y];
+    assert_eq!(store.unknown_mail(&asked).expect("look up"), [x, y]);
+    assert!(store.mail_known(stored[0].id).expect("known"));
+    assert!(!store.mail_known(x).expect("unknown"));
+    assert!(store.unknown_mail(&[]).expect("nothing asked").is_empty());
+}
+
 #[test]
 fn mail_keeps_enqueue_order_until_consumed() {
     let (_dir, store) = open_store();
