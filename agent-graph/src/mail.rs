@@ -1,8 +1,6 @@
 //! Durable mail (behaviour §4): a mail is committed and synced before its sender hears it was
 //! sent, and stays until the recipient marks it consumed.
 
-use std::collections::HashMap;
-
 use arbor_protocol::{AgentPath, Mail, MailId, MailKind, ThreadId, Timestamp};
 use rusqlite::OptionalExtension;
 use rusqlite::{Connection, Row, params};
@@ -127,40 +125,6 @@ impl Store {
                 ),
                 &session_id.to_string(),
             )
-        })
-    }
-
-    /// How many mails the thread has not consumed yet.
-    pub fn unread_count(&self, recipient_id: ThreadId) -> Result<u64, StoreError> {
-        self.read("count unread mail", |conn| {
-            let count: i64 = conn
-                .prepare_cached(
-                    "SELECT count(*) FROM mail WHERE recipient_id = ?1 AND consumed_at IS NULL",
-                )?
-                .query_row([recipient_id.to_string()], |row| row.get(0))?;
-            Ok(u64::try_from(count).unwrap_or(0))
-        })
-    }
-
-    /// Unread counts of every thread of a session that has unread mail.
-    pub fn unread_counts(
-        &self,
-        session_id: ThreadId,
-    ) -> Result<HashMap<ThreadId, u64>, StoreError> {
-        self.read("count unread session mail", |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT recipient_id, count(*) FROM mail
-                 WHERE recipient_id IN (SELECT id FROM threads WHERE session_id = ?1)
-                   AND consumed_at IS NULL GROUP BY recipient_id",
-            )?;
-            let mut rows = stmt.query([session_id.to_string()])?;
-            let mut out = HashMap::new();
-            while let Some(row) = rows.next()? {
-                let id = parse_id(row.get_ref(0)?.as_str()?)?;
-                let count: i64 = row.get(1)?;
-                out.insert(id, u64::try_from(count).unwrap_or(0));
-            }
-            Ok(out)
         })
     }
 }

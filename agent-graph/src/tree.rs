@@ -195,7 +195,6 @@ impl SessionTree {
     }
 }
 
-/// `(nickname, role)`, or `(role)` without a nickname.
 /// A node's label in a drawing, line by line: path, who, status.
 fn label_lines(record: &ThreadRecord) -> [String; 3] {
     [
@@ -205,6 +204,7 @@ fn label_lines(record: &ThreadRecord) -> [String; 3] {
     ]
 }
 
+/// `(nickname, role)`, or `(role)` without a nickname.
 fn who(record: &ThreadRecord) -> String {
     match &record.nickname {
         Some(nickname) => format!("({nickname}, {})", record.role),

@@ -1,8 +1,8 @@
 //! A thin VFS over SQLite's default one that gathers the write-ahead log's writes.
 //!
 //! SQLite writes each WAL frame as two `write` calls (a 24-byte header, then the page), so a
-//! commit of nine pages costs eighteen system calls before its sync; on the ext4 disks arbor
-//! runs on each of those costs about as much as a tenth of the sync itself. This VFS keeps the
+//! commit of n pages costs 2n system calls before its sync; on the ext4 disks arbor runs on
+//! each of those costs about 5 µs, against a sync of about 100 µs. This VFS keeps the
 //! consecutive writes to a WAL file in memory and hands them to the file in one call as soon as
 //! a transaction's commit frame is complete, and whenever SQLite syncs, reads, sizes, truncates
 //! or closes the file, when a write is not contiguous, or when the gathered bytes pass

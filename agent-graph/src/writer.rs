@@ -151,11 +151,14 @@ where
 }
 
 /// Before an unsynced commit: no sync, and no checkpoint that could copy unsynced pages into
-/// the database.
-const RELAX: &str = "PRAGMA synchronous = OFF; PRAGMA wal_autocheckpoint = 0";
+/// the database. (Each runs as a cached statement: this is on every mail's path.)
+const RELAX: [&str; 2] = ["PRAGMA synchronous = OFF", "PRAGMA wal_autocheckpoint = 0"];
 
 /// After it: synced commits again, and SQLite's default checkpoint threshold (WAL pages).
-const RESTORE: &str = "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 1000";
+const RESTORE: [&str; 2] = [
+    "PRAGMA synchronous = FULL",
+    "PRAGMA wal_autocheckpoint = 1000",
+];
 
 /// The writer thread's body: runs until a stop request or until every sender is gone. Counts
 /// synced commits in `commits`.
@@ -259,12 +262,12 @@ fn run_unsynced(
     group: &mut Vec<Box<dyn Job>>,
     held: &mut Vec<Box<dyn Job>>,
 ) -> bool {
-    let relaxed = conn.execute_batch(RELAX);
+    let relaxed = RELAX.iter().try_for_each(|sql| pragma(conn, sql));
     let commit = match relaxed {
         Ok(()) => commit_group(conn, group),
         Err(err) => Err(format!("cannot relax the sync for projections: {err}")),
     };
-    let restored = conn.execute_batch(RESTORE);
+    let restored = RESTORE.iter().try_for_each(|sql| pragma(conn, sql));
     match commit {
         Ok(()) => held.append(group),
         Err(message) => answer(path, group, Some(&message)),
@@ -327,6 +330,11 @@ fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
+/// Runs a setting statement, which may answer with a row (ignored).
+fn pragma(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.query([])?.next().map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -354,6 +362,31 @@ mod tests {
             }
             std::thread::park();
         }
+    }
+
+    /// Projections committed after an independent write run with the sync and automatic
+    /// checkpoints off; the next write runs with both back on.
+    #[test]
+    fn projections_commit_unsynced_and_the_settings_come_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let settings = |conn: &Connection| -> crate::error::OpResult<(i64, i64)> {
+            let sync = conn.query_row("PRAGMA synchronous", [], |row| row.get(0))?;
+            let checkpoint = conn.query_row("PRAGMA wal_autocheckpoint", [], |row| row.get(0))?;
+            Ok((sync, checkpoint))
+        };
+        let projection = store.submit_lazy("projection", settings);
+        store
+            .submit_independent("urgent", |_| Ok(()))
+            .wait()
+            .expect("urgent");
+        assert_eq!(
+            projection.wait().expect("projection"),
+            (0, 0),
+            "OFF, no checkpoints"
+        );
+        let after = store.submit("after", settings).wait().expect("after");
+        assert_eq!(after, (2, 1000), "FULL, the default threshold");
     }
 
     #[test]

@@ -161,20 +161,15 @@ async fn round_trip() -> Result<(), String> {
     report(json!({
         "bench": "approvals.round_trip",
         "calls": PAIRS * CALLS,
-        "us_per_call_plain": median(&mut plain),
-        "us_per_call_approved": median(&mut approved),
-        "us_approval_overhead_median": median(&mut overheads),
+        "us_per_call_plain": crate::median(plain),
+        "us_per_call_approved": crate::median(approved),
+        "us_approval_overhead_median": crate::median(overheads.clone()),
         "us_approval_overhead_min": overheads.iter().copied().fold(f64::INFINITY, f64::min),
         "goal_us": 1000,
         "store_commits_per_approval": commits as f64 / CALLS as f64,
         "includes": "policy evaluate, request and decision committed to the store (fsync) and the rollout, events, status changes, the reviewer's answer",
     }));
     Ok(())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 async fn run_true(launcher: &Arc<dyn Launcher>, cwd: &Path) -> Result<Duration, String> {

@@ -115,8 +115,13 @@ pub fn sync_cost_us(dir: &Path, runs: usize) -> Result<f64, String> {
         samples.push(start.elapsed().as_secs_f64() * 1e6);
     }
     std::fs::remove_file(&path).map_err(|e| format!("cannot remove probe: {e}"))?;
+    Ok(median(samples))
+}
+
+/// The middle sample (the upper one of an even count); NaN when there is none.
+pub fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
-    Ok(samples.get(runs / 2).copied().unwrap_or_default())
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Total size of the files under `path` (or of the file itself).

@@ -11,7 +11,7 @@ use arbor_protocol::{AgentStatus, ResponseItem, RolloutItem};
 use arbor_rollout::{Replay, RolloutWriter, read_rollout};
 use serde_json::{Value, json};
 
-use crate::{bench_dir, cpu_seconds, peak_rss_kib, report};
+use crate::{bench_dir, cpu_seconds, median, peak_rss_kib, report};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
@@ -23,11 +23,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
-}
-
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
 }
 
 /// Reopening and replaying rollouts of 100, 1 000 and 10 000 items: what a revival reads.

@@ -187,8 +187,7 @@ pub fn mail_commit_us(dir: &std::path::Path, runs: usize) -> Result<f64, String>
     }
     store.close();
     std::fs::remove_dir_all(dir.join("commit-probe")).map_err(|e| e.to_string())?;
-    samples.sort_by(f64::total_cmp);
-    Ok(samples.get(runs / 2).copied().unwrap_or_default())
+    Ok(crate::median(samples))
 }
 
 /// Times durable mail enqueue: one at a time, many concurrent enqueuers, and batches.

@@ -64,6 +64,10 @@ async fn stored(inner: &Arc<Inner>, entry: &JournalEntry) -> bool {
     let JournalEntry::Mail { recipient_id, mail } = entry else {
         return true;
     };
+    if inner.delivered_here(mail.id) {
+        // This process sent it (`send_from_user` stores it itself) or delivered it already.
+        return true;
+    }
     match inner
         .store
         .enqueue_mail(inner.session_id, *recipient_id, mail)

@@ -280,6 +280,14 @@ impl Inner {
         specs
     }
 
+    /// Whether this process has delivered (or reserved, see [`Self::first_delivery`]) mail `id`.
+    pub fn delivered_here(&self, id: arbor_protocol::MailId) -> bool {
+        self.delivered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&id)
+    }
+
     /// Records that a mail reached a mailbox in this process; false when it already had.
     pub fn first_delivery(&self, id: arbor_protocol::MailId) -> bool {
         self.delivered

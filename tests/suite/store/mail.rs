@@ -72,7 +72,6 @@ fn mail_keeps_enqueue_order_until_consumed() {
         .wait()
         .expect("batch");
     assert_eq!(store.unconsumed_mail(tid(2)).expect("list"), sent);
-    assert_eq!(store.unread_count(tid(2)).expect("count"), 5);
 
     assert!(
         store
@@ -94,7 +93,6 @@ fn mail_keeps_enqueue_order_until_consumed() {
     );
     let left: Vec<_> = [0, 2, 3, 4].map(|i| sent[i].clone()).into();
     assert_eq!(store.unconsumed_mail(tid(2)).expect("list"), left);
-    assert_eq!(store.unread_count(tid(2)).expect("count"), 4);
 
     // Enqueueing a stored id again does not deliver it twice.
     store
@@ -111,8 +109,11 @@ fn mail_keeps_enqueue_order_until_consumed() {
     assert_eq!(in_session.len(), 5);
     assert_eq!(in_session[4].recipient_id, tid(3));
     assert_eq!(in_session[4].mail.content, "other");
-    let counts = store.unread_counts(tid(1)).expect("counts");
-    assert_eq!((counts[&tid(2)], counts[&tid(3)]), (4, 1));
+    let to_a = in_session
+        .iter()
+        .filter(|q| q.recipient_id == tid(2))
+        .count();
+    assert_eq!(to_a, 4);
     assert_eq!(store.unconsumed_mail(tid(9)).expect("nobody"), []);
 }
 
