@@ -11,11 +11,18 @@
 //! leaves the projections (statuses, consumed marks) waiting. The writer commits those right
 //! after it (see `writer`), so the write its caller waits on carries only what must come
 //! before it. Projections keep their order among themselves.
+//!
+//! The inbox also counts the *ordered* writes (every write but a projection) from submission
+//! until their answer: an independent write may be committed on its caller's thread (see
+//! `inline`) only while that count is zero, so it never overtakes one of them.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use rusqlite::Connection;
 
 use crate::writer::{Job, LAZY_WINDOW};
 
@@ -37,6 +44,35 @@ pub(crate) enum Msg {
 pub(crate) struct Inbox {
     tx: Sender<Msg>,
     side: Mutex<Side>,
+    /// Ordered writes submitted and not yet answered.
+    ordered: Arc<AtomicUsize>,
+}
+
+/// An ordered write on its way: leaves the count just before it is answered (its commit, or
+/// its failure, is settled by then), or when it is dropped unanswered.
+struct Counted {
+    job: Box<dyn Job>,
+    _in_flight: InFlight,
+}
+
+struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Job for Counted {
+    fn run(&mut self, conn: &Connection) -> bool {
+        self.job.run(conn)
+    }
+
+    fn finish(self: Box<Self>, path: &Path, commit: Option<&str>) {
+        let Counted { job, _in_flight } = *self;
+        drop(_in_flight);
+        job.finish(path, commit);
+    }
 }
 
 #[derive(Default)]
@@ -84,8 +120,23 @@ impl Inbox {
         let inbox = Self {
             tx,
             side: Mutex::new(Side::default()),
+            ordered: Arc::new(AtomicUsize::new(0)),
         };
         (inbox, rx)
+    }
+
+    /// True when no ordered write is queued or being committed, and writes are still taken.
+    pub fn quiet(&self) -> bool {
+        self.ordered.load(Ordering::Acquire) == 0 && !self.side().closed
+    }
+
+    /// Wraps an ordered write so that it is counted until answered.
+    fn counted(&self, job: Box<dyn Job>) -> Box<dyn Job> {
+        self.ordered.fetch_add(1, Ordering::AcqRel);
+        Box::new(Counted {
+            job,
+            _in_flight: InFlight(Arc::clone(&self.ordered)),
+        })
     }
 
     fn side(&self) -> MutexGuard<'_, Side> {
@@ -110,6 +161,7 @@ impl Inbox {
         if side.closed {
             return;
         }
+        let job = self.counted(job);
         side.take(after_projections, |job| {
             let _ = self.tx.send(Msg::Waited(job));
         });
@@ -126,6 +178,7 @@ impl Inbox {
         if side.closed {
             return;
         }
+        let job = self.counted(job);
         side.waiting.push((false, job));
         self.tell_due(&mut side, Instant::now() + window);
     }
@@ -224,9 +277,12 @@ mod tests {
 
     /// Submits 40 writes through `submit` (which picks the kind of write by step), each
     /// recording its step when it runs; returns the order they ran in.
-    fn run_order(submit: impl Fn(&Store, u32, Op) -> Ticket<()>) -> Vec<u32> {
+    fn run_order(inline: bool, submit: impl Fn(&Store, u32, Op) -> Ticket<()>) -> Vec<u32> {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
+        if !inline {
+            store.queue_every_write();
+        }
         let order = Arc::new(Mutex::new(Vec::new()));
         let tickets: Vec<Ticket<()>> = (0..40_u32)
             .map(|step| {
@@ -248,7 +304,7 @@ mod tests {
     /// the writer runs every write in the order it was submitted.
     #[test]
     fn writes_run_in_submission_order() {
-        let order = run_order(|store, step, op| match step % 4 {
+        let order = run_order(true, |store, step, op| match step % 4 {
             0 => store.submit("urgent", op),
             1 => store.submit_lazy("lazy", op),
             2 => store.submit_within("deferred", Duration::from_millis(1), op),
@@ -259,11 +315,18 @@ mod tests {
 
     /// Independent urgent writes keep their order with deferred writes, and projections keep
     /// theirs among themselves; a projection may run after independent writes submitted later,
-    /// never before an earlier write.
+    /// never before an earlier write. So whether the writer commits the independent writes or
+    /// their callers do.
     #[test]
     fn projections_may_follow_later_independent_writes() {
-        let order = run_order(|store, step, op| match step % 3 {
-            0 => store.submit_independent("urgent", op),
+        for inline in [true, false] {
+            projections_may_follow_later_independent_writes_when(inline);
+        }
+    }
+
+    fn projections_may_follow_later_independent_writes_when(inline: bool) {
+        let order = run_order(inline, |store, step, op| match step % 3 {
+            0 => store.submit_independent("urgent", true, op),
             1 => store.submit_lazy("lazy", op),
             _ => store.submit_within("deferred", Duration::from_millis(1), op),
         });
@@ -286,6 +349,7 @@ mod tests {
     fn projections_follow_an_urgent_write_and_resolve_once_synced() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
+        store.queue_every_write();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = |name: &'static str| {
             let seen = Arc::clone(&seen);
@@ -296,7 +360,7 @@ mod tests {
         };
         let commits = store.commits();
         let projection = store.submit_lazy("projection", record("projection"));
-        let urgent = store.submit_independent("urgent", record("urgent"));
+        let urgent = store.submit_independent("urgent", true, record("urgent"));
         assert_eq!(urgent.wait().expect("urgent"), "urgent");
         // Nothing else is written: the writer syncs the projection on its own.
         assert_eq!(projection.wait().expect("projection"), "projection");
@@ -309,7 +373,7 @@ mod tests {
 
         // A projection held unsynced is answered by the next synced commit.
         let projection = store.submit_lazy("projection", record("projection"));
-        let first = store.submit_independent("first", record("first"));
+        let first = store.submit_independent("first", true, record("first"));
         assert_eq!(first.wait().expect("first"), "first");
         let second = store.submit("second", record("second"));
         assert_eq!(second.wait().expect("second"), "second");
@@ -318,7 +382,7 @@ mod tests {
         // A projection still held at close is synced before the writer stops.
         let projection = store.submit_lazy("projection", record("projection"));
         store
-            .submit_independent("last", record("last"))
+            .submit_independent("last", true, record("last"))
             .wait()
             .expect("last");
         store.close();

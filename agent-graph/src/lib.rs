@@ -30,6 +30,7 @@ mod approvals;
 mod edges;
 mod error;
 mod inbox;
+mod inline;
 mod mail;
 mod overrides;
 mod schema;

@@ -23,13 +23,31 @@ impl Store {
     /// Stores one mail for the thread `recipient_id` of `session_id`. The ticket resolves once
     /// the row is committed and synced. Enqueueing a mail id that is already stored (consumed or
     /// not) changes nothing, so a retried send is never delivered twice.
+    ///
+    /// When the writer has nothing else to do, the commit runs right here, on the calling
+    /// thread, and the ticket comes back resolved: a sender waiting on its mail is spared two
+    /// thread hand-offs.
     pub fn enqueue_mail(
         &self,
         session_id: ThreadId,
         recipient_id: ThreadId,
         mail: &Mail,
     ) -> Ticket<()> {
-        self.submit_independent("enqueue mail", inserting(session_id, recipient_id, mail))
+        let op = inserting(session_id, recipient_id, mail);
+        self.submit_independent("enqueue mail", true, op)
+    }
+
+    /// Like [`Self::enqueue_mail`], but always through the writer thread: for a sender that
+    /// knows others are sending at the same moment, so that their mails share one commit
+    /// instead of taking a sync each, one after another.
+    pub fn enqueue_mail_shared(
+        &self,
+        session_id: ThreadId,
+        recipient_id: ThreadId,
+        mail: &Mail,
+    ) -> Ticket<()> {
+        let op = inserting(session_id, recipient_id, mail);
+        self.submit_independent("enqueue mail", false, op)
     }
 
     /// Like [`Self::enqueue_mail`], but the commit may wait up to a millisecond for other

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use crate::StoreError;
 use crate::error::OpResult;
 use crate::inbox::Inbox;
+use crate::inline::{self, Counters, Shared};
 use crate::schema;
 use crate::writer::{self, Job, Ticket, Write};
 
@@ -37,7 +38,11 @@ struct Inner {
     inbox: Arc<Inbox>,
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
-    commits: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+    /// The writer's connection, which an independent write may use on its caller's thread.
+    conn: Shared,
+    /// Whether it may (tests turn it off to exercise the writer's side).
+    inline: AtomicBool,
 }
 
 impl fmt::Debug for Store {
@@ -63,17 +68,26 @@ impl Store {
     /// A file that is not an arbor store, or one from a newer arbor, is refused with an error
     /// naming the file; it is never modified.
     pub fn open_file(path: &Path) -> Result<Self, StoreError> {
-        let conn = schema::open_writer(path)?;
+        let conn: Shared = Arc::new(Mutex::new(Some(schema::open_writer(path)?)));
         let path: Arc<Path> = Arc::from(path);
         let (inbox, queue) = Inbox::new();
         let inbox = Arc::new(inbox);
         let thread_inbox = Arc::clone(&inbox);
         let thread_path = Arc::clone(&path);
-        let commits = Arc::new(AtomicU64::new(0));
-        let thread_commits = Arc::clone(&commits);
+        let thread_conn = Arc::clone(&conn);
+        let counters = Arc::new(Counters::default());
+        let thread_counters = Arc::clone(&counters);
         let handle = std::thread::Builder::new()
             .name("arbor-store-writer".into())
-            .spawn(move || writer::run(conn, thread_path, thread_inbox, queue, thread_commits))
+            .spawn(move || {
+                writer::run(
+                    thread_conn,
+                    thread_path,
+                    thread_inbox,
+                    queue,
+                    thread_counters,
+                )
+            })
             .map_err(|source| StoreError::Spawn {
                 path: path.to_path_buf(),
                 source,
@@ -84,7 +98,9 @@ impl Store {
                 inbox,
                 writer: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
-                commits,
+                counters,
+                conn,
+                inline: AtomicBool::new(true),
             }),
         })
     }
@@ -94,11 +110,16 @@ impl Store {
         &self.inner.path
     }
 
-    /// How many synced group transactions this handle's writer has committed (each one sync of
-    /// the WAL; projections committed without one are not counted), for benchmarks and
-    /// diagnostics.
+    /// How many synced transactions this store has committed (each one sync of the WAL;
+    /// projections committed without one are not counted), for benchmarks and diagnostics.
     pub fn commits(&self) -> u64 {
-        self.inner.commits.load(Ordering::Relaxed)
+        self.inner.counters.synced.load(Ordering::Relaxed)
+    }
+
+    /// How many of [`Self::commits`] ran on their caller's thread instead of the writer's (an
+    /// independent write while the writer had nothing queued).
+    pub fn inline_commits(&self) -> u64 {
+        self.inner.counters.inline.load(Ordering::Relaxed)
     }
 
     /// Finishes every write queued so far, then stops the writer thread. Later writes (from any
@@ -119,12 +140,43 @@ impl Store {
 
     /// Like [`Self::submit`], for a write that no waiting projection has to precede (a mail
     /// enqueue): it may commit before projections submitted earlier, which follow right after.
-    pub(crate) fn submit_independent<T, F>(&self, op_name: &'static str, op: F) -> Ticket<T>
+    /// With `in_place`, when the writer has nothing else to do, the write commits right here,
+    /// on the calling thread, and the ticket returned is already resolved (see `inline`).
+    pub(crate) fn submit_independent<T, F>(
+        &self,
+        op_name: &'static str,
+        in_place: bool,
+        op: F,
+    ) -> Ticket<T>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
     {
-        self.queue(op_name, op, Inbox::send_independent)
+        self.queue(op_name, op, |inbox, job| {
+            let inner = &self.inner;
+            let job = if in_place && inner.inline.load(Ordering::Relaxed) {
+                match inline::try_commit(&inner.conn, inbox, &inner.path, &inner.counters, job) {
+                    Ok(()) => return,
+                    Err(job) => job,
+                }
+            } else {
+                job
+            };
+            inbox.send_independent(job);
+        })
+    }
+
+    /// Holds the writer's connection, as the writer does while it commits.
+    #[cfg(test)]
+    pub(crate) fn hold_connection(&self) -> MutexGuard<'_, Option<Connection>> {
+        lock(&self.inner.conn)
+    }
+
+    /// Sends every write to the writer thread, so tests can exercise its handling of
+    /// independent writes.
+    #[cfg(test)]
+    pub(crate) fn queue_every_write(&self) {
+        self.inner.inline.store(false, Ordering::Relaxed);
     }
 
     /// Queues a projection (a status, a consumed mark: a copy of what a rollout holds). It
@@ -220,9 +272,9 @@ fn pop(pool: &Mutex<Vec<Connection>>) -> Option<Connection> {
     lock(pool).pop()
 }
 
-/// Locks a mutex, ignoring poisoning: the guarded data (a connection list, a join handle) stays
-/// valid whatever panicked.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks a mutex, ignoring poisoning: the guarded data (a connection list, a join handle, the
+/// writer's connection) stays valid whatever panicked.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -23,6 +23,8 @@ use tokio::sync::oneshot;
 use crate::StoreError;
 use crate::error::OpResult;
 use crate::inbox::{Inbox, Msg};
+use crate::inline::{Counters, Shared};
+use crate::store::lock;
 
 /// The longest a lazy write (a projection nobody waits on) waits for company before it
 /// commits on its own.
@@ -161,13 +163,13 @@ const RESTORE: [&str; 2] = [
 ];
 
 /// The writer thread's body: runs until a stop request or until every sender is gone. Counts
-/// synced commits in `commits`.
+/// synced commits in `counters`.
 pub(crate) fn run(
-    conn: Connection,
+    shared: Shared,
     path: Arc<Path>,
     inbox: Arc<Inbox>,
     jobs: Receiver<Msg>,
-    commits: Arc<AtomicU64>,
+    counters: Arc<Counters>,
 ) {
     let mut group: Vec<Box<dyn Job>> = Vec::new();
     // Projections committed without a sync, and when they must be synced at the latest.
@@ -209,13 +211,16 @@ pub(crate) fn run(
         } else {
             drained.lazy_due
         };
-        if !group.is_empty() && run_group(&conn, &path, &mut group, &commits) {
+        let guard = lock(&shared);
+        // The connection leaves the mutex only once this loop has ended.
+        let Some(conn) = guard.as_ref() else { break };
+        if !group.is_empty() && run_group(conn, &path, &mut group, &counters.synced) {
             // Its sync covered the projections committed before it.
             answer(&path, &mut held, None);
             held_due = None;
         }
         if !held.is_empty() && held_due.is_some_and(|at| at <= Instant::now()) {
-            let synced = crate::walvfs::sync_wal(&conn).err();
+            let synced = crate::walvfs::sync_wal(conn).err();
             answer(&path, &mut held, synced.as_deref());
             held_due = None;
         }
@@ -223,12 +228,16 @@ pub(crate) fn run(
             break;
         }
         if independent && inbox.drain_lazy(&jobs, &mut group) {
-            if !run_unsynced(&conn, &path, &mut group, &mut held) {
+            if !run_unsynced(conn, &path, &mut group, &mut held) {
                 break;
             }
             held_due = held_due.or_else(|| Some(Instant::now() + LAZY_WINDOW));
         }
     }
+    // From here on no caller commits on its own thread either: the connection leaves.
+    let Some(conn) = lock(&shared).take() else {
+        return;
+    };
     // Whatever way the loop ended, what is held is synced before the connection closes.
     if !held.is_empty() {
         let synced = crate::walvfs::sync_wal(&conn).err();
@@ -247,7 +256,7 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 }
 
 /// Answers jobs whose transaction committed; `failure` names what went wrong after that.
-fn answer(path: &Path, jobs: &mut Vec<Box<dyn Job>>, failure: Option<&str>) {
+pub(crate) fn answer(path: &Path, jobs: &mut Vec<Box<dyn Job>>, failure: Option<&str>) {
     for job in jobs.drain(..) {
         job.finish(path, failure);
     }
@@ -370,6 +379,7 @@ mod tests {
     fn projections_commit_unsynced_and_the_settings_come_back() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
+        store.queue_every_write();
         let settings = |conn: &Connection| -> crate::error::OpResult<(i64, i64)> {
             let sync = conn.query_row("PRAGMA synchronous", [], |row| row.get(0))?;
             let checkpoint = conn.query_row("PRAGMA wal_autocheckpoint", [], |row| row.get(0))?;
@@ -377,7 +387,7 @@ mod tests {
         };
         let projection = store.submit_lazy("projection", settings);
         store
-            .submit_independent("urgent", |_| Ok(()))
+            .submit_independent("urgent", true, |_| Ok(()))
             .wait()
             .expect("urgent");
         assert_eq!(
