@@ -45,11 +45,7 @@ const COMMANDS: &[&str] = &[
 
 pub fn run() -> Result<(), String> {
     policy_evaluate()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|err| err.to_string())?;
+    let runtime = arbor_orchestrator::session_runtime().map_err(|err| err.to_string())?;
     runtime.block_on(async {
         round_trip().await?;
         sandbox_ratio().await

@@ -35,11 +35,7 @@ pub fn script(n: usize) -> serde_json::Value {
 /// Runs the workload once for each N and prints one JSON line per run.
 pub fn run(sizes: &[usize]) -> Result<(), String> {
     for &n in sizes {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .map_err(|err| err.to_string())?;
+        let runtime = arbor_orchestrator::session_runtime().map_err(|err| err.to_string())?;
         runtime.block_on(one(n))?;
     }
     Ok(())

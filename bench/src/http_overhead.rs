@@ -15,11 +15,7 @@ use crate::{bench_dir, report};
 
 /// Runs the workload with `responses` model responses.
 pub fn run(responses: usize) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|err| err.to_string())?;
+    let runtime = arbor_orchestrator::session_runtime().map_err(|err| err.to_string())?;
     runtime.block_on(async move {
         let server = MockServer::start(move |request| {
             let outputs = request.body["input"].as_array().map_or(0, |items| {

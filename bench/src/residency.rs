@@ -14,11 +14,7 @@ use serde_json::{Value, json};
 use crate::{bench_dir, cpu_seconds, median, peak_rss_kib, report};
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|err| err.to_string())
+    arbor_orchestrator::session_runtime().map_err(|err| err.to_string())
 }
 
 fn err(e: impl std::fmt::Display) -> String {

@@ -68,10 +68,7 @@ fn home_dir(flag: Option<PathBuf>) -> Result<PathBuf, CliError> {
 fn run(cli: Cli) -> Result<u8, CliError> {
     let home = home_dir(cli.home)?;
     let runtime = || {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
+        arbor_orchestrator::session_runtime()
             .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))
     };
     match cli.command {

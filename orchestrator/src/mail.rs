@@ -2,6 +2,7 @@
 //! then hand the mail to the recipient's mailbox, waking it when the mail asks for a turn.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arbor_agent_graph::Ticket;
 use arbor_mailbox::Arrival;
@@ -28,17 +29,56 @@ pub async fn send(
     kind: MailKind,
     content: &str,
 ) -> Result<Mail, String> {
+    // Count in, then let every other ready task run once: agents sending in this same instant
+    // count themselves meanwhile. Nothing is recorded yet, so an interrupt here sends nothing.
+    let sending = inner.senders.enter();
+    tokio::task::yield_now().await;
+    let alone = sending.alone();
     let mail = compose(author, recipient, kind, content);
     author
         .record(&[RolloutItem::MailSent(mail.clone())])
         .map_err(|err| format!("mail not sent: {err}"))?;
     let (posted, ticket) = outbox::post(inner, author, || {
-        inner
-            .store
-            .enqueue_mail(inner.session_id, recipient.id(), &mail)
+        let store = &inner.store;
+        if alone {
+            // Likely committed right here: no hand-off to the writer and back.
+            store.enqueue_mail(inner.session_id, recipient.id(), &mail)
+        } else {
+            // One commit for all of them, not one sync each in turn.
+            store.enqueue_mail_shared(inner.session_id, recipient.id(), &mail)
+        }
     });
     publish(posted, recipient, &mail, ticket).await?;
+    drop(sending);
     Ok(mail)
+}
+
+/// How many agents are sending mail right now: from just before a mail is recorded until it is
+/// committed.
+#[derive(Debug, Default)]
+pub struct Senders(AtomicUsize);
+
+/// One sender, counted until dropped.
+pub struct Sending<'a>(&'a AtomicUsize);
+
+impl Senders {
+    pub fn enter(&self) -> Sending<'_> {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        Sending(&self.0)
+    }
+}
+
+impl Sending<'_> {
+    /// True when no other agent is sending.
+    pub fn alone(&self) -> bool {
+        self.0.load(Ordering::Acquire) == 1
+    }
+}
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A mail from `author` to `recipient`, its content cut to the size limit; not yet sent.
@@ -170,4 +210,49 @@ pub async fn send_from_user(
     announce(inner, &mail);
     push(inner, recipient, mail.clone());
     Ok(mail)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Senders;
+
+    /// Tasks that start sending in the same instant all see each other after the yield, on the
+    /// one-thread session runtime: none of them commits alone.
+    #[test]
+    fn senders_in_the_same_instant_see_each_other() {
+        let runtime = crate::session_runtime().expect("runtime");
+        let seen = runtime.block_on(async {
+            let senders = Arc::new(Senders::default());
+            // A sender stays counted until its mail is committed: here, until all have looked.
+            let committed = Arc::new(tokio::sync::Barrier::new(8));
+            let tasks: Vec<_> = (0..8)
+                .map(|_| {
+                    let senders = Arc::clone(&senders);
+                    let committed = Arc::clone(&committed);
+                    tokio::spawn(async move {
+                        let sending = senders.enter();
+                        tokio::task::yield_now().await;
+                        let alone = sending.alone();
+                        committed.wait().await;
+                        alone
+                    })
+                })
+                .collect();
+            let mut seen = Vec::new();
+            for task in tasks {
+                seen.push(task.await.expect("task"));
+            }
+            // And one that comes later, once they are done, is alone.
+            let sending = senders.enter();
+            tokio::task::yield_now().await;
+            seen.push(sending.alone());
+            seen
+        });
+        assert_eq!(
+            seen,
+            [false, false, false, false, false, false, false, false, true]
+        );
+    }
 }

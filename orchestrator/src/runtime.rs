@@ -43,6 +43,8 @@ pub struct Inner {
     /// The session's token: every agent's token descends from it.
     pub root_token: CancellationToken,
     pub tracker: TaskTracker,
+    /// Agents sending mail right now: one alone commits its mail on its own thread.
+    pub(crate) senders: crate::mail::Senders,
     /// Every mail id this process has put into a mailbox: the journal watcher skips them, so
     /// mail this process sent itself is never delivered twice.
     delivered: Mutex<std::collections::HashSet<arbor_protocol::MailId>>,
@@ -98,6 +100,7 @@ impl Inner {
             accepting: std::sync::atomic::AtomicBool::new(true),
             resident: Mutex::new(lru::LruCache::unbounded()),
             tool_specs: Mutex::new(HashMap::new()),
+            senders: crate::mail::Senders::default(),
             delivered: Mutex::new(std::collections::HashSet::new()),
             usage: Mutex::new((arbor_protocol::Usage::default(), Vec::new())),
         }
