@@ -12,7 +12,9 @@
 //! - One writer thread per [`Store`] owns the only read-write connection. It takes every job
 //!   already queued, runs them in one `IMMEDIATE` transaction with one savepoint each (a
 //!   failing job is rolled back alone), commits once and then answers: group commit, one sync
-//!   for the whole group. Other processes may write the same file; SQLite's lock serialises
+//!   for the whole group. A mail enqueue made while the writer has nothing ordered queued
+//!   commits on the caller's thread through the same connection, in a synced transaction of
+//!   its own (`inline`). Other processes may write the same file; SQLite's lock serialises
 //!   them.
 //! - Reads run on separate read-only connections, each inside a read transaction, so a read
 //!   sees one committed snapshot and never waits for the writer. Read methods block: async

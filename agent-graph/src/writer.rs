@@ -12,7 +12,7 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -211,16 +211,31 @@ pub(crate) fn run(
         } else {
             drained.lazy_due
         };
-        let guard = lock(&shared);
-        // The connection leaves the mutex only once this loop has ended.
-        let Some(conn) = guard.as_ref() else { break };
-        if !group.is_empty() && run_group(conn, &path, &mut group, &counters.synced) {
-            // Its sync covered the projections committed before it.
-            answer(&path, &mut held, None);
-            held_due = None;
+        // The connection is locked only while it is used, never while the writer answers or
+        // waits: a caller woken by an answer may commit in place at once. It leaves the mutex
+        // only once this loop has ended, so `else { break }` never runs.
+        if !group.is_empty() {
+            let commit = {
+                let guard = lock(&shared);
+                let Some(conn) = guard.as_ref() else { break };
+                commit_group(conn, &mut group)
+            };
+            if commit.is_ok() {
+                counters.synced.fetch_add(1, Ordering::Relaxed);
+            }
+            answer(&path, &mut group, commit.as_ref().err().map(String::as_str));
+            if commit.is_ok() {
+                // Its sync covered the projections committed before it.
+                answer(&path, &mut held, None);
+                held_due = None;
+            }
         }
         if !held.is_empty() && held_due.is_some_and(|at| at <= Instant::now()) {
-            let synced = crate::walvfs::sync_wal(conn).err();
+            let synced = {
+                let guard = lock(&shared);
+                let Some(conn) = guard.as_ref() else { break };
+                crate::walvfs::sync_wal(conn).err()
+            };
             answer(&path, &mut held, synced.as_deref());
             held_due = None;
         }
@@ -228,6 +243,8 @@ pub(crate) fn run(
             break;
         }
         if independent && inbox.drain_lazy(&jobs, &mut group) {
+            let guard = lock(&shared);
+            let Some(conn) = guard.as_ref() else { break };
             if !run_unsynced(conn, &path, &mut group, &mut held) {
                 break;
             }
@@ -282,22 +299,6 @@ fn run_unsynced(
         Err(message) => answer(path, group, Some(&message)),
     }
     restored.is_ok()
-}
-
-/// Runs `group` in one synced transaction, each job in its own savepoint, commits once
-/// (counting it in `commits`), then answers. True when it committed.
-fn run_group(
-    conn: &Connection,
-    path: &Path,
-    group: &mut Vec<Box<dyn Job>>,
-    commits: &AtomicU64,
-) -> bool {
-    let commit = commit_group(conn, group);
-    if commit.is_ok() {
-        commits.fetch_add(1, Ordering::Relaxed);
-    }
-    answer(path, group, commit.as_ref().err().map(String::as_str));
-    commit.is_ok()
 }
 
 /// Runs `group` in one transaction, each job in its own savepoint, and commits it.

@@ -53,13 +53,15 @@ pub use arbor_tools::SandboxStatus;
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// The tokio runtime a session runs on (`arbor exec`, `resume`, `followup`, and the
-/// benchmarks, so they measure what users run): one thread. Agents wait on models, tools and
-/// the disk, not on the CPU; on one thread a mail's commit, its delivery and the recipient's
-/// next step follow each other without a wake-up across threads, which is most of what a
-/// message costs besides its sync (`docs/durability.md`). Blocking work (store reads, child
-/// processes, rollout syncs) runs on tokio's blocking pool, as on any runtime.
+/// benchmarks, so they measure what users run): every agent task on one worker thread, the
+/// caller's own future (the CLI printing events, reading the terminal) on the caller's thread.
+/// Agents wait on models, tools and the disk, not on the CPU; on one thread a mail's commit,
+/// its delivery and the recipient's next step follow each other without a wake-up across
+/// threads, which is most of what a message costs besides its sync (`docs/durability.md`).
+/// Blocking work (store reads, child processes, rollout syncs) runs on tokio's blocking pool.
 pub fn session_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
 }

@@ -219,7 +219,7 @@ mod tests {
     use super::Senders;
 
     /// Tasks that start sending in the same instant all see each other after the yield, on the
-    /// one-thread session runtime: none of them commits alone.
+    /// session runtime (one worker): none of them commits alone.
     #[test]
     fn senders_in_the_same_instant_see_each_other() {
         let runtime = crate::session_runtime().expect("runtime");
