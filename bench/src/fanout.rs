@@ -63,6 +63,7 @@ async fn one(n: usize) -> Result<(), String> {
     let status = orch.root_status();
     let totals = orch.rollout_totals();
     let store_commits = orch.store().commits();
+    let inline_commits = orch.store().inline_commits();
     orch.shutdown("done").await;
     if status != AgentStatus::Completed(Some("every worker reported".into())) {
         return Err(format!("fan-out of {n} ended as {status}"));
@@ -79,6 +80,7 @@ async fn one(n: usize) -> Result<(), String> {
         "rollout_lines": totals.lines,
         "rollout_syncs": totals.syncs,
         "store_commits": store_commits,
+        "store_commits_in_place": inline_commits,
         "store_bytes": dir_bytes(&home.join("state.sqlite")) + dir_bytes(&home.join("state.sqlite-wal")),
         "home_bytes": dir_bytes(&home),
     }));

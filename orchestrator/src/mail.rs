@@ -2,7 +2,7 @@
 //! then hand the mail to the recipient's mailbox, waking it when the mail asks for a turn.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use arbor_agent_graph::Ticket;
 use arbor_mailbox::Arrival;
@@ -30,21 +30,25 @@ pub async fn send(
     content: &str,
 ) -> Result<Mail, String> {
     // Count in, then let every other ready task run once: agents sending in this same instant
-    // count themselves meanwhile. Nothing is recorded yet, so an interrupt here sends nothing.
+    // count themselves meanwhile, and agents with work to do take a step. Nothing is recorded
+    // yet, so an interrupt here sends nothing.
     let sending = inner.senders.enter();
     tokio::task::yield_now().await;
-    let alone = sending.alone();
+    // A spawn's task goes to the writer too: a parent spawns its children one after another
+    // and each new child wants the thread to start, so a sync per spawn held on the thread
+    // would hold them all back (the fan-out benchmark measured it).
+    let in_place = sending.alone() && kind != MailKind::Spawn;
     let mail = compose(author, recipient, kind, content);
     author
         .record(&[RolloutItem::MailSent(mail.clone())])
         .map_err(|err| format!("mail not sent: {err}"))?;
     let (posted, ticket) = outbox::post(inner, author, || {
         let store = &inner.store;
-        if alone {
+        if in_place {
             // Likely committed right here: no hand-off to the writer and back.
             store.enqueue_mail(inner.session_id, recipient.id(), &mail)
         } else {
-            // One commit for all of them, not one sync each in turn.
+            // Shared with whatever else the writer has, and the thread stays free.
             store.enqueue_mail_shared(inner.session_id, recipient.id(), &mail)
         }
     });
@@ -53,31 +57,49 @@ pub async fn send(
     Ok(mail)
 }
 
-/// How many agents are sending mail right now: from just before a mail is recorded until it is
-/// committed.
+/// What a sender looks at to decide whether it is alone: how many agents are sending mail
+/// right now (from just before a mail is recorded until it is committed), and how many steps
+/// (model requests) agents have taken. A sender alone commits its mail in place, which holds
+/// the session's thread for one sync; when other agents are sending, or stepped while it
+/// yielded (they want the thread), its mail goes to the writer instead.
 #[derive(Debug, Default)]
-pub struct Senders(AtomicUsize);
+pub struct Senders {
+    sending: AtomicUsize,
+    steps: AtomicU64,
+}
 
 /// One sender, counted until dropped.
-pub struct Sending<'a>(&'a AtomicUsize);
+pub struct Sending<'a> {
+    senders: &'a Senders,
+    steps: u64,
+}
 
 impl Senders {
     pub fn enter(&self) -> Sending<'_> {
-        self.0.fetch_add(1, Ordering::AcqRel);
-        Sending(&self.0)
+        self.sending.fetch_add(1, Ordering::AcqRel);
+        Sending {
+            senders: self,
+            steps: self.steps.load(Ordering::Acquire),
+        }
+    }
+
+    /// Counts one step of some agent's turn.
+    pub fn step(&self) {
+        self.steps.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 impl Sending<'_> {
-    /// True when no other agent is sending.
+    /// True when no other agent is sending, and none took a step since this one entered.
     pub fn alone(&self) -> bool {
-        self.0.load(Ordering::Acquire) == 1
+        self.senders.sending.load(Ordering::Acquire) == 1
+            && self.senders.steps.load(Ordering::Acquire) == self.steps
     }
 }
 
 impl Drop for Sending<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.senders.sending.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -219,7 +241,8 @@ mod tests {
     use super::Senders;
 
     /// Tasks that start sending in the same instant all see each other after the yield, on the
-    /// session runtime (one worker): none of them commits alone.
+    /// session runtime (one worker): none of them commits alone. Nor does one that sees
+    /// another agent step meanwhile.
     #[test]
     fn senders_in_the_same_instant_see_each_other() {
         let runtime = crate::session_runtime().expect("runtime");
@@ -244,15 +267,21 @@ mod tests {
             for task in tasks {
                 seen.push(task.await.expect("task"));
             }
-            // And one that comes later, once they are done, is alone.
+            // One that comes later, once they are done, is alone...
             let sending = senders.enter();
+            tokio::task::yield_now().await;
+            seen.push(sending.alone());
+            drop(sending);
+            // ...unless another agent took a step while it yielded.
+            let sending = senders.enter();
+            let busy = Arc::clone(&senders);
+            tokio::spawn(async move { busy.step() });
             tokio::task::yield_now().await;
             seen.push(sending.alone());
             seen
         });
-        assert_eq!(
-            seen,
-            [false, false, false, false, false, false, false, false, true]
-        );
+        let mut expected = vec![false; 8];
+        expected.extend([true, false]);
+        assert_eq!(seen, expected);
     }
 }

@@ -43,7 +43,8 @@ pub struct Inner {
     /// The session's token: every agent's token descends from it.
     pub root_token: CancellationToken,
     pub tracker: TaskTracker,
-    /// Agents sending mail right now: one alone commits its mail on its own thread.
+    /// Agents sending mail, and the steps agents take: a sender alone commits its mail on its
+    /// own thread.
     pub(crate) senders: crate::mail::Senders,
     /// Every mail id this process has put into a mailbox: the journal watcher skips them, so
     /// mail this process sent itself is never delivered twice.

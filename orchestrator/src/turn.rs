@@ -109,6 +109,7 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
         let request = build_request(inner, agent);
+        inner.senders.step();
         let sampled = sampling::sample(inner, agent, &request).await;
         // The request shares the history: let go of it before appending, so the append
         // happens in place instead of copying the whole history.
