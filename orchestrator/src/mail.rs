@@ -246,7 +246,8 @@ mod tests {
     #[test]
     fn senders_in_the_same_instant_see_each_other() {
         let runtime = crate::session_runtime().expect("runtime");
-        let seen = runtime.block_on(async {
+        // Everything runs on the worker, where agent tasks run.
+        let seen = runtime.block_on(runtime.spawn(async {
             let senders = Arc::new(Senders::default());
             // A sender stays counted until its mail is committed: here, until all have looked.
             let committed = Arc::new(tokio::sync::Barrier::new(8));
@@ -279,7 +280,8 @@ mod tests {
             tokio::task::yield_now().await;
             seen.push(sending.alone());
             seen
-        });
+        }));
+        let seen = seen.expect("the test task");
         let mut expected = vec![false; 8];
         expected.extend([true, false]);
         assert_eq!(seen, expected);

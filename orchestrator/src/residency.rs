@@ -38,11 +38,14 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
         let reopened = RolloutWriter::open_append(&path)?;
         let read = read_rollout(&path)?;
         let decided = crate::approval::undecided_lines(&store, &read);
-        Ok::<_, arbor_rollout::RolloutError>((reopened, read, decided))
+        // The replay too: it is the CPU half of a revival, and the session's agents share
+        // one worker thread.
+        let replay = Replay::from_read(&read);
+        Ok::<_, arbor_rollout::RolloutError>((reopened, read.notices, decided, replay))
     })
     .await
     .map_err(|err| format!("revival of {} failed: {err}", agent.path()));
-    let (reopened, read, decided) = match loaded {
+    let (reopened, notices, decided, mut replay) = match loaded {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(err)) => {
             inner.forget_resident(agent);
@@ -53,7 +56,7 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
             return Err(err);
         }
     };
-    for notice in read.notices.iter().chain(
+    for notice in notices.iter().chain(
         reopened
             .repair
             .iter()
@@ -64,7 +67,6 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
         tracing::warn!(path = %agent.path(), "{notice}");
     }
     let mut writer = reopened.writer;
-    let mut replay = Replay::from_read(&read);
     // Approval requests answered by another process since this rollout was last written.
     if !decided.is_empty() {
         writer
