@@ -229,6 +229,7 @@ pub fn ping_pong(messages: usize) -> Result<(), String> {
         json!({"bench": "ping_pong", "messages": messages, "rallies": rates,
         "messages_per_s": median.rate.round(), "wall_s": median.wall,
         "rollout_syncs": median.rollout_syncs, "store_commits": median.commits,
+        "store_commits_in_place": median.in_place,
         "us_per_message": (1e6 / median.rate * 10.0).round() / 10.0,
         "sync_us": (median.sync_us * 10.0).round() / 10.0,
         "mail_commit_us": (median.mail_commit_us * 10.0).round() / 10.0,
@@ -243,6 +244,8 @@ struct Rally {
     wall: f64,
     rollout_syncs: u64,
     commits: u64,
+    /// Of `commits`, those made on the sending agent's thread.
+    in_place: u64,
     /// What one sync cost on this disk around the rally.
     sync_us: f64,
     /// What one durable mail commit through the store, alone, cost around the rally.
@@ -292,6 +295,7 @@ fn rally(messages: usize) -> Result<Rally, String> {
         let status = orch.root_status();
         let totals = orch.rollout_totals();
         let commits = orch.store().commits();
+        let in_place = orch.store().inline_commits();
         let players: Vec<String> = orch
             .agents()
             .iter()
@@ -318,6 +322,7 @@ fn rally(messages: usize) -> Result<Rally, String> {
             wall,
             rollout_syncs: totals.syncs,
             commits,
+            in_place,
             sync_us: sync_before,
             mail_commit_us: commit_before,
         })
