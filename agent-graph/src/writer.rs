@@ -1,4 +1,5 @@
-//! The single writer thread: owns the only read-write connection, drains queued jobs into one
+//! The single writer thread: owns the only read-write connection (lending it, between its own
+//! uses, to a mail committed on its caller's thread: see `inline`), drains queued jobs into one
 //! transaction (group commit, one savepoint per job) and answers each job after the commit.
 //!
 //! Projections (statuses, consumed marks) stay out of an urgent write's transaction, so that

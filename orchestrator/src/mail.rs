@@ -34,7 +34,7 @@ pub async fn send(
     // yet, so an interrupt here sends nothing.
     let sending = inner.senders.enter();
     tokio::task::yield_now().await;
-    // A spawn's task goes to the writer too: a parent spawns its children one after another
+    // A spawn's task always goes to the writer: a parent spawns its children one after another
     // and each new child wants the thread to start, so a sync per spawn held on the thread
     // would hold them all back (the fan-out benchmark measured it).
     let in_place = sending.alone() && kind != MailKind::Spawn;
