@@ -66,32 +66,15 @@ pub(crate) fn try_commit(
     if !begin_now(conn) {
         return Err(job);
     }
-    let ran = job.run(conn);
-    let failure = if !ran {
-        // The job's own error is its answer; nothing of it may stay.
-        rollback(conn);
-        None
-    } else if conn.is_autocommit() {
-        // SQLite rolled the transaction back on its own (an I/O error, a full disk).
-        Some("the transaction was rolled back by sqlite".to_string())
-    } else {
-        match conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut stmt| stmt.execute([]))
-        {
-            Ok(_) => {
-                counters.synced.fetch_add(1, Ordering::Relaxed);
-                counters.inline.fetch_add(1, Ordering::Relaxed);
-                None
-            }
-            Err(err) => {
-                rollback(conn);
-                Some(err.to_string())
-            }
-        }
-    };
+    // The writer's own transaction body: a failing job is rolled back and answers with its
+    // own error; a failed commit answers with the commit's.
+    let commit = crate::writer::commit_begun(conn, std::slice::from_mut(&mut job));
+    if commit.is_ok() {
+        counters.synced.fetch_add(1, Ordering::Relaxed);
+        counters.inline.fetch_add(1, Ordering::Relaxed);
+    }
     drop(guard);
-    job.finish(path, failure.as_deref());
+    job.finish(path, commit.err().as_deref());
     Ok(())
 }
 
@@ -261,13 +244,13 @@ mod tests {
         let err = failing.wait().expect_err("the job's error");
         assert!(err.to_string().contains("refused"), "{err}");
         assert!(err.to_string().contains("half"), "{err}");
-        // No transaction was left open: the next write commits in place and alone.
+        // No transaction was left open: the next write commits in place too, and alone.
         store
             .submit_independent("next", true, insert(2))
             .wait()
             .expect("next");
         assert_eq!(rows(&store), [2]);
-        assert_eq!(store.inline_commits(), 1);
+        assert_eq!(store.inline_commits(), 2);
     }
 
     /// A write its caller asks to share (others are sending) always goes to the writer.

@@ -33,8 +33,11 @@ impl Store {
         recipient_id: ThreadId,
         mail: &Mail,
     ) -> Ticket<()> {
-        let op = inserting(session_id, recipient_id, mail);
-        self.submit_independent("enqueue mail", true, op)
+        self.submit_independent(
+            "enqueue mail",
+            true,
+            inserting(session_id, recipient_id, mail),
+        )
     }
 
     /// Like [`Self::enqueue_mail`], but always through the writer thread: for a sender that
@@ -46,8 +49,11 @@ impl Store {
         recipient_id: ThreadId,
         mail: &Mail,
     ) -> Ticket<()> {
-        let op = inserting(session_id, recipient_id, mail);
-        self.submit_independent("enqueue mail", false, op)
+        self.submit_independent(
+            "enqueue mail",
+            false,
+            inserting(session_id, recipient_id, mail),
+        )
     }
 
     /// Like [`Self::enqueue_mail`], but the commit may wait up to a millisecond for other
@@ -89,11 +95,6 @@ impl Store {
                 .execute(params![mail_id.to_string(), Timestamp::now().as_millis()])?;
             Ok(changed > 0)
         })
-    }
-
-    /// Whether a mail with this id is in the store (consumed or not).
-    pub fn mail_known(&self, mail_id: MailId) -> Result<bool, StoreError> {
-        Ok(self.unknown_mail(&[mail_id])?.is_empty())
     }
 
     /// Those of `ids` that are not in the store, in the order given; one read transaction.

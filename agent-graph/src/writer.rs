@@ -216,10 +216,8 @@ pub(crate) fn run(
         // waits: a caller woken by an answer may commit in place at once. It leaves the mutex
         // only once this loop has ended, so `else { break }` never runs.
         if !group.is_empty() {
-            let commit = {
-                let guard = lock(&shared);
-                let Some(conn) = guard.as_ref() else { break };
-                commit_group(conn, &mut group)
+            let Some(commit) = using(&shared, |conn| commit_group(conn, &mut group)) else {
+                break;
             };
             if commit.is_ok() {
                 counters.synced.fetch_add(1, Ordering::Relaxed);
@@ -232,10 +230,8 @@ pub(crate) fn run(
             }
         }
         if !held.is_empty() && held_due.is_some_and(|at| at <= Instant::now()) {
-            let synced = {
-                let guard = lock(&shared);
-                let Some(conn) = guard.as_ref() else { break };
-                crate::walvfs::sync_wal(conn).err()
+            let Some(synced) = using(&shared, |conn| crate::walvfs::sync_wal(conn).err()) else {
+                break;
             };
             answer(&path, &mut held, synced.as_deref());
             held_due = None;
@@ -244,9 +240,10 @@ pub(crate) fn run(
             break;
         }
         if independent && inbox.drain_lazy(&jobs, &mut group) {
-            let guard = lock(&shared);
-            let Some(conn) = guard.as_ref() else { break };
-            if !run_unsynced(conn, &path, &mut group, &mut held) {
+            let restored = using(&shared, |conn| {
+                run_unsynced(conn, &path, &mut group, &mut held)
+            });
+            if restored != Some(true) {
                 break;
             }
             held_due = held_due.or_else(|| Some(Instant::now() + LAZY_WINDOW));
@@ -274,7 +271,7 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 }
 
 /// Answers jobs whose transaction committed; `failure` names what went wrong after that.
-pub(crate) fn answer(path: &Path, jobs: &mut Vec<Box<dyn Job>>, failure: Option<&str>) {
+fn answer(path: &Path, jobs: &mut Vec<Box<dyn Job>>, failure: Option<&str>) {
     for job in jobs.drain(..) {
         job.finish(path, failure);
     }
@@ -302,11 +299,24 @@ fn run_unsynced(
     restored.is_ok()
 }
 
+/// Runs `f` with the writer's connection locked; `None` once the connection has left (the
+/// writer stopped).
+fn using<T>(shared: &Shared, f: impl FnOnce(&Connection) -> T) -> Option<T> {
+    lock(shared).as_ref().map(f)
+}
+
 /// Runs `group` in one transaction, each job in its own savepoint, and commits it.
 fn commit_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), String> {
     if let Err(err) = exec(conn, "BEGIN IMMEDIATE") {
         return Err(format!("cannot begin the write transaction: {err}"));
     }
+    commit_begun(conn, group)
+}
+
+/// Runs `group` inside the write transaction already open on `conn`, each job in its own
+/// savepoint (a failing job is rolled back alone), then commits; rolls back on any other
+/// failure.
+pub(crate) fn commit_begun(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), String> {
     let mut broken: Option<String> = None;
     for job in group.iter_mut() {
         if let Err(err) = exec(conn, "SAVEPOINT job") {

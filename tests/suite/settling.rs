@@ -98,7 +98,13 @@ async fn results_are_committed_before_statuses_and_waits_see_them() {
             _ => None,
         })
         .unwrap_or_else(|| panic!("status {status:?} came before the result was announced"));
-    assert!(s.orch.store().mail_known(sent).expect("read the store"));
+    assert!(
+        s.orch
+            .store()
+            .unknown_mail(&[sent])
+            .expect("read the store")
+            .is_empty()
+    );
     s.orch.wait_quiescent().await;
     s.drain();
     assert_eq!(
