@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arbor_agent_graph::Ticket;
 use arbor_rollout::{JournalEntry, journal_len, journal_path, read_journal};
 
 use crate::agent::Agent;
@@ -35,8 +36,15 @@ pub fn watch_from(inner: &Arc<Inner>, root: &Arc<Agent>, mut offset: u64) {
                     for notice in &read.notices {
                         tracing::warn!("{notice}");
                     }
-                    for (entry, _) in read.entries {
-                        if stored(&watcher, &entry).await {
+                    // Every mail is handed to the writer before any is awaited: one commit
+                    // for the lot, and none on the agents' thread.
+                    let tickets: Vec<_> = read
+                        .entries
+                        .iter()
+                        .map(|(entry, _)| storing(&watcher, entry))
+                        .collect();
+                    for ((entry, _), ticket) in read.entries.into_iter().zip(tickets) {
+                        if stored(&entry, ticket).await {
                             apply(&watcher, entry).await;
                         }
                     }
@@ -59,24 +67,34 @@ pub fn watch(inner: &Arc<Inner>, root: &Arc<Agent>) {
 /// mark it consumed. The journal entry is the mail's durable record: the driver stores it
 /// itself (a mail id is stored once, so this and the sending process's own write agree), and
 /// a sender that died, or whose store write failed, between the two neither loses the mail nor
-/// holds up the entries after it.
-async fn stored(inner: &Arc<Inner>, entry: &JournalEntry) -> bool {
+/// holds up the entries after it. `None` when there is nothing to store: not a mail, or a mail
+/// this process sent (`send_from_user` stores it itself) or delivered already.
+fn storing(inner: &Arc<Inner>, entry: &JournalEntry) -> Option<Ticket<()>> {
     let JournalEntry::Mail { recipient_id, mail } = entry else {
-        return true;
+        return None;
     };
     if inner.delivered_here(mail.id) {
-        // This process sent it (`send_from_user` stores it itself) or delivered it already.
-        return true;
+        return None;
     }
-    match inner
-        .store
-        .enqueue_mail(inner.session_id, *recipient_id, mail)
-        .await
-    {
+    Some(
+        inner
+            .store
+            .enqueue_mail_shared(inner.session_id, *recipient_id, mail),
+    )
+}
+
+/// Whether `entry` may be applied: its mail, if [`storing`] stored one, is committed.
+async fn stored(entry: &JournalEntry, ticket: Option<Ticket<()>>) -> bool {
+    let Some(ticket) = ticket else {
+        return true;
+    };
+    match ticket.await {
         Ok(()) => true,
         Err(err) => {
-            // Not delivered live; the journal keeps it for `arbor doctor --rebuild`.
-            tracing::error!(mail = %mail.id, error = %err, "journaled mail not stored");
+            if let JournalEntry::Mail { mail, .. } = entry {
+                // Not delivered live; the journal keeps it for `arbor doctor --rebuild`.
+                tracing::error!(mail = %mail.id, error = %err, "journaled mail not stored");
+            }
             false
         }
     }

@@ -137,13 +137,20 @@ fn store_journaled_mail(
         .collect();
     let ids: Vec<_> = mails.iter().map(|(_, mail)| mail.id).collect();
     let unknown: HashSet<_> = store.unknown_mail(&ids)?.into_iter().collect();
-    for (recipient_id, mail) in mails {
-        if !unknown.contains(&mail.id) {
-            continue;
-        }
-        if let Err(err) = store.enqueue_mail(session, recipient_id, &mail).wait() {
+    // All handed to the writer before any is waited on: one commit for them all, each in its
+    // own savepoint, so one that fails does not hold back the others.
+    let tickets: Vec<_> = mails
+        .iter()
+        .filter(|(_, mail)| unknown.contains(&mail.id))
+        .map(|(recipient_id, mail)| {
+            let ticket = store.enqueue_mail_shared(session, *recipient_id, mail);
+            (mail.id, ticket)
+        })
+        .collect();
+    for (id, ticket) in tickets {
+        if let Err(err) = ticket.wait() {
             // Left in the journal for `arbor doctor --rebuild`; the session still resumes.
-            tracing::warn!(mail = %mail.id, error = %err, "journaled mail not stored");
+            tracing::warn!(mail = %id, error = %err, "journaled mail not stored");
         }
     }
     Ok((read.next, read.notices))
