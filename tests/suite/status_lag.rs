@@ -6,7 +6,7 @@ use arbor_protocol::AgentStatus;
 use serde_json::{Value, json};
 
 use crate::cli::{Workspace, text};
-use crate::resume::{Driver, agent, agents, write_script};
+use crate::resume::{Driver, agent, agents, root_waits_for_w, write_script};
 
 /// Puts the stored status of the agents at `paths` back to `status`, as if their latest
 /// status projections had not landed yet.
@@ -66,14 +66,8 @@ fn under_a_live_driver_a_started_turn_is_running() {
     let script = write_script(
         &ws,
         "live.json",
-        &json!({"agents": [
-            {"match": "/root", "responses": [
-                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
-                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
-                [{"say": "root done"}]]},
-            {"match": "/root/w", "responses": [
-                [{"call": "exec_command", "args": {"cmd": "exec sleep 600", "timeout_ms": 600000}}]]}
-        ]}),
+        &root_waits_for_w(json!([
+            [{"call": "exec_command", "args": {"cmd": "exec sleep 600", "timeout_ms": 600000}}]])),
     );
     let mut driver = Driver::start(&ws, &script, &[]);
     driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");

@@ -7,7 +7,7 @@ use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentPath, AgentStatus, MailKind};
 use serde_json::{Value, json};
 
-use super::{Driver, agent, agents, write_script};
+use super::{Driver, agent, agents, root_waits_for_w, write_script};
 use crate::cli::{Workspace, session_of, text};
 
 /// Matches the end of a completed turn of `path`.
@@ -86,16 +86,10 @@ fn send_reaches_a_live_session_and_waits_durably_in_a_stopped_one() {
     let script = write_script(
         &ws,
         "live.json",
-        &json!({"agents": [
-            {"match": "/root", "responses": [
-                [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
-                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
-                [{"say": "root done"}]]},
-            {"match": "/root/w", "responses": [
-                [{"call": "exec_command", "args": {"cmd": "while [ ! -f flag ]; do sleep 0.01; done", "timeout_ms": 600000}}],
-                [{"say": "w read: {{input}}"}],
-                [{"say": "w day two: {{input}}"}]]}
-        ]}),
+        &root_waits_for_w(json!([
+            [{"call": "exec_command", "args": {"cmd": "while [ ! -f flag ]; do sleep 0.01; done", "timeout_ms": 600000}}],
+            [{"say": "w read: {{input}}"}],
+            [{"say": "w day two: {{input}}"}]])),
     );
     let mut driver = Driver::start(&ws, &script, &[]);
     driver.until(|e| e["type"] == "tool.call" && e["path"] == "/root/w");

@@ -18,6 +18,18 @@ pub(crate) fn write_script(ws: &Workspace, name: &str, script: &Value) -> PathBu
     path
 }
 
+/// A script where `/root` spawns `w`, waits for it and then says `root done`, and `w` gives
+/// `w_responses`.
+pub(crate) fn root_waits_for_w(w_responses: Value) -> Value {
+    serde_json::json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "w", "message": "block"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+            [{"say": "root done"}]]},
+        {"match": "/root/w", "responses": w_responses}
+    ]})
+}
+
 pub(crate) fn agents(ws: &Workspace, session: &str) -> Vec<Value> {
     let out = ws.run(&["agents", session, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
