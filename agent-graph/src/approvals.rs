@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::{Fail, OpResult};
 use crate::walk::parse_id;
-use crate::{Store, StoreError, Ticket};
+use crate::{Store, StoreError};
 
 /// How an approval request ended (or that it has not yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -136,53 +136,10 @@ impl ApprovalRecord {
     }
 }
 
-/// The decision of one request, as [`Store::decide_approval`] records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalDecision {
-    /// Any outcome but `Pending`.
-    pub outcome: ApprovalOutcome,
-    pub decided_by: DecidedBy,
-    pub risk_level: Option<String>,
-    /// For `review_unavailable`, the reason.
-    pub rationale: Option<String>,
-    pub tokens: Option<u64>,
-}
-
-const COLUMNS: &str = "id, session_id, requester_id, requester, action, justification, outcome, \
+pub(crate) const COLUMNS: &str = "id, session_id, requester_id, requester, action, justification, outcome, \
                        decided_by, risk_level, rationale, tokens, requested_at, decided_at";
 
 impl Store {
-    /// Records a request. Recording an id that is already stored changes nothing, so a request
-    /// replayed on resume keeps its decision.
-    pub fn record_approval_request(&self, record: ApprovalRecord) -> Ticket<()> {
-        let action = match action_text(&record) {
-            Ok(text) => text,
-            Err(err) => return Ticket::ready(Err(err)),
-        };
-        self.submit("record approval request", move |conn| {
-            insert_approval(conn, &record, &action)
-        })
-    }
-
-    /// Records the decision of request `id`, now. A later decision (a user overriding a denial)
-    /// replaces an earlier one. Fails for an unknown id or a `Pending` outcome.
-    pub fn decide_approval(&self, id: &str, decision: ApprovalDecision) -> Ticket<()> {
-        if decision.outcome == ApprovalOutcome::Pending {
-            return Ticket::ready(Err(StoreError::Invalid {
-                what: "approval decision",
-                message: "the outcome of a decision cannot be pending".into(),
-            }));
-        }
-        let id = id.to_string();
-        self.submit("decide approval", move |conn| {
-            let changed = write_decision(conn, &id, &decision, Replace::Any)?;
-            if changed == 0 {
-                return Err(StoreError::UnknownApproval(id).into());
-            }
-            Ok(())
-        })
-    }
-
     /// One request by id.
     pub fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
         self.read("read approval", |conn| {
@@ -224,26 +181,26 @@ impl Store {
     }
 }
 
-/// The stored text of a record's action.
-pub(crate) fn action_text(record: &ApprovalRecord) -> Result<String, StoreError> {
-    serde_json::to_string(&record.action).map_err(|err| StoreError::Invalid {
-        what: "approval action",
-        message: err.to_string(),
-    })
-}
-
-/// Inserts a request (pending or decided) unless its id is already stored.
-pub(crate) fn insert_approval(
+/// Writes a request with its decision (and a human's answer waiting for a driver) as the
+/// session state holds it.
+pub(crate) fn insert_or_replace_approval(
     conn: &Connection,
     record: &ApprovalRecord,
-    action: &str,
+    answer: Option<bool>,
 ) -> OpResult<()> {
+    let action = serde_json::to_string(&record.action).map_err(|err| StoreError::Invalid {
+        what: "approval action",
+        message: err.to_string(),
+    })?;
     conn.prepare_cached(
         "INSERT INTO approvals (id, session_id, requester_id, requester, action,
              justification, outcome, decided_by, risk_level, rationale, tokens,
-             requested_at, decided_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-         ON CONFLICT (id) DO NOTHING",
+             requested_at, decided_at, answer)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         ON CONFLICT (id) DO UPDATE SET outcome = excluded.outcome,
+             decided_by = excluded.decided_by, risk_level = excluded.risk_level,
+             rationale = excluded.rationale, tokens = excluded.tokens,
+             decided_at = excluded.decided_at, answer = excluded.answer",
     )?
     .execute(params![
         record.id,
@@ -259,57 +216,16 @@ pub(crate) fn insert_approval(
         record.tokens.map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
         record.requested_at.as_millis(),
         record.decided_at.map(Timestamp::as_millis),
+        answer,
     ])?;
     Ok(())
 }
 
-/// Which earlier outcome a decision may replace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Replace {
-    /// Any (a user overriding a decision).
-    Any,
-    /// Only `pending`: the first decision wins.
-    Pending,
-}
-
-/// Writes a decision on request `id`; returns the rows changed (0: unknown id, or already
-/// decided under [`Replace::Pending`]).
-pub(crate) fn write_decision(
-    conn: &Connection,
-    id: &str,
-    decision: &ApprovalDecision,
-    replace: Replace,
-) -> OpResult<usize> {
-    let sql = match replace {
-        Replace::Any => {
-            "UPDATE approvals SET outcome = ?2, decided_by = ?3, risk_level = ?4, rationale = ?5,
-                 tokens = ?6, decided_at = ?7
-             WHERE id = ?1"
-        }
-        Replace::Pending => {
-            "UPDATE approvals SET outcome = ?2, decided_by = ?3, risk_level = ?4, rationale = ?5,
-                 tokens = ?6, decided_at = ?7
-             WHERE id = ?1 AND outcome = 'pending'"
-        }
-    };
-    Ok(conn.prepare_cached(sql)?.execute(params![
-        id,
-        decision.outcome.as_str(),
-        decision.decided_by.as_str(),
-        decision.risk_level,
-        decision.rationale,
-        decision
-            .tokens
-            .map(|t| i64::try_from(t).unwrap_or(i64::MAX)),
-        Timestamp::now().as_millis(),
-    ])?)
-}
-
 fn query(conn: &Connection, sql: &str, key: &str) -> OpResult<Vec<ApprovalRecord>> {
-    crate::store::collect(conn, sql, [key], from_row)
+    crate::store::collect(conn, sql, [key], approval_from_row)
 }
 
-fn from_row(row: &Row<'_>) -> OpResult<ApprovalRecord> {
+pub(crate) fn approval_from_row(row: &Row<'_>) -> OpResult<ApprovalRecord> {
     let requester: String = row.get(3)?;
     let action: String = row.get(4)?;
     let outcome: String = row.get(6)?;

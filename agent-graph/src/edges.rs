@@ -3,13 +3,11 @@
 
 use std::fmt;
 
-use arbor_protocol::{AgentPath, ThreadId, Timestamp};
+use arbor_protocol::{AgentPath, ThreadId};
 use rusqlite::{OptionalExtension, params};
 
-use crate::walk::{
-    MAX_WALK, children_of, descendants_of, parent_of, parse_id, reaches, session_of,
-};
-use crate::{Store, StoreError, Ticket};
+use crate::walk::{children_of, descendants_of, parent_of, parse_id, reaches};
+use crate::{Store, StoreError};
 
 /// The state of a spawn edge. Only an explicit close writes `Closed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,13 +43,9 @@ impl fmt::Display for EdgeStatus {
 
 /// The spawn graph, independent of where it is kept.
 ///
-/// Writes return a [`Ticket`]; reads block, so async callers run them on `spawn_blocking`.
+/// Edges are written only as a projection of the session log (a spawn opens the edge into the
+/// child, a close closes it); reads block, so async callers run them on `spawn_blocking`.
 pub trait AgentGraphStore: Send + Sync {
-    /// Inserts or replaces the edge into `child` (last writer wins).
-    fn upsert_edge(&self, parent: ThreadId, child: ThreadId, status: EdgeStatus) -> Ticket<()>;
-    /// Sets the status of the edge into `child`; true when there was one (a missing edge is a
-    /// no-op, not an error).
-    fn set_edge_status(&self, child: ThreadId, status: EdgeStatus) -> Ticket<bool>;
     /// Direct children of `parent` whose edge matches `filter`, ordered by id.
     fn children(
         &self,
@@ -83,66 +77,6 @@ pub trait AgentGraphStore: Send + Sync {
 }
 
 impl Store {
-    /// Inserts or replaces the edge into `child`: last writer wins. Both threads must be in
-    /// the thread index, in the same session; an edge that would make a cycle is refused.
-    pub fn upsert_edge(&self, parent: ThreadId, child: ThreadId, status: EdgeStatus) -> Ticket<()> {
-        self.submit("upsert edge", move |conn| {
-            let session = session_of(conn, child)?.ok_or(StoreError::UnknownThread(child))?;
-            let parent_session =
-                session_of(conn, parent)?.ok_or(StoreError::UnknownThread(parent))?;
-            if parent_session != session {
-                return Err(StoreError::Invalid {
-                    what: "edge",
-                    message: format!(
-                        "{parent} (session {parent_session}) and {child} (session {session}) \
-                         are in different sessions"
-                    ),
-                }
-                .into());
-            }
-            let mut cursor = parent;
-            for _ in 0..MAX_WALK {
-                if cursor == child {
-                    return Err(StoreError::Cycle { parent, child }.into());
-                }
-                match parent_of(conn, cursor)? {
-                    Some((up, _)) => cursor = up,
-                    None => break,
-                }
-            }
-            let now = Timestamp::now().as_millis();
-            conn.prepare_cached(
-                "INSERT INTO edges (child, parent, session_id, status, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-                 ON CONFLICT (child) DO UPDATE SET parent = excluded.parent,
-                     session_id = excluded.session_id, status = excluded.status,
-                     updated_at = excluded.updated_at",
-            )?
-            .execute(params![
-                child.to_string(),
-                parent.to_string(),
-                session.to_string(),
-                status.as_str(),
-                now
-            ])?;
-            Ok(())
-        })
-    }
-
-    /// Sets the status of the edge into `child`; resolves to false when there is no such edge.
-    pub fn set_edge_status(&self, child: ThreadId, status: EdgeStatus) -> Ticket<bool> {
-        self.submit("set edge status", move |conn| {
-            let changed = conn
-                .prepare_cached("UPDATE edges SET status = ?2, updated_at = ?3 WHERE child = ?1")?
-                .execute(params![
-                    child.to_string(),
-                    status.as_str(),
-                    Timestamp::now().as_millis()
-                ])?;
-            Ok(changed > 0)
-        })
-    }
-
     /// The edge into `child`: its parent and status.
     pub fn edge(&self, child: ThreadId) -> Result<Option<(ThreadId, EdgeStatus)>, StoreError> {
         self.read("read edge", |conn| parent_of(conn, child))
@@ -236,14 +170,6 @@ impl Store {
 }
 
 impl AgentGraphStore for Store {
-    fn upsert_edge(&self, parent: ThreadId, child: ThreadId, status: EdgeStatus) -> Ticket<()> {
-        Store::upsert_edge(self, parent, child, status)
-    }
-
-    fn set_edge_status(&self, child: ThreadId, status: EdgeStatus) -> Ticket<bool> {
-        Store::set_edge_status(self, child, status)
-    }
-
     fn children(
         &self,
         parent: ThreadId,

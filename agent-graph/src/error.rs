@@ -115,6 +115,30 @@ pub(crate) enum Fail {
     Store(StoreError),
 }
 
+impl StoreError {
+    /// Whether a session could not be found by the id or prefix the user gave (a usage error,
+    /// not a failure of the store).
+    pub fn is_lookup(&self) -> bool {
+        matches!(
+            self,
+            Self::SessionNotFound(_) | Self::AmbiguousSession { .. } | Self::PrefixTooShort(_)
+        )
+    }
+
+    /// Whether the write failed only because another process held the store's write lock
+    /// past the busy timeout: it may simply be tried again.
+    pub fn is_busy(&self) -> bool {
+        let source = match self {
+            Self::Sqlite { source, .. } | Self::Open { source, .. } => source,
+            _ => return false,
+        };
+        matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    }
+}
+
 impl From<rusqlite::Error> for Fail {
     fn from(err: rusqlite::Error) -> Self {
         Self::Sql(err)

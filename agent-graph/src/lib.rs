@@ -1,55 +1,48 @@
-//! The SQLite store: spawn edges, thread index, durable mail, the approval log and its
-//! overrides.
+//! The SQLite store: spawn edges, thread index, mail queue, the approval log and its
+//! overrides, each a projection of the session logs.
 //!
 //! One file, `$ARBOR_HOME/state.sqlite`, is the only place arbor speaks SQL.
 //!
 //! # Durability
 //!
-//! - WAL journal, `synchronous = FULL`, `foreign_keys = ON`, a 5 s busy timeout on every
-//!   connection. A write is acknowledged (its [`Ticket`] resolves) only after the transaction
-//!   holding it has committed and the WAL has been synced, so an acknowledged write survives a
-//!   process kill and, as far as the disk honours `fsync`, a power loss.
-//! - One writer thread per [`Store`] owns the only read-write connection. It takes every job
-//!   already queued, runs them in one `IMMEDIATE` transaction with one savepoint each (a
-//!   failing job is rolled back alone), commits once and then answers: group commit, one sync
-//!   for the whole group. A mail enqueue made while the writer has nothing ordered queued
-//!   commits on the caller's thread through the same connection, in a synced transaction of
-//!   its own (`inline`). Other processes may write the same file; SQLite's lock serialises
-//!   them.
+//! - The store is a projection: every row comes from a line of a session's log (the log is
+//!   the one file arbor syncs), and [`SessionState`] is how lines change rows. A session's
+//!   rows and how far into its log they have come are written together by [`Store::commit`],
+//!   so the store may lag a log but never leads it, and opening a session brings it up to the
+//!   log again. WAL journal, `synchronous = NORMAL` (commits do not wait for the disk; a crash
+//!   may lose the last ones, which the log still has), `foreign_keys = ON`, a 5 s busy timeout.
+//! - One write connection, used by one thread at a time. Other processes may write the same
+//!   file; SQLite's lock serialises them.
 //! - Reads run on separate read-only connections, each inside a read transaction, so a read
 //!   sees one committed snapshot and never waits for the writer. Read methods block: async
 //!   callers use `tokio::task::spawn_blocking`.
 //! - The schema is versioned by `PRAGMA user_version` (numbered migrations, each in its own
 //!   transaction) and marked with [`APPLICATION_ID`]. A file that is not an arbor store, or
 //!   comes from a newer arbor, is refused and left untouched.
-//! - Everything here but the mail queue and the approval log is a projection of the rollouts
-//!   and can be rebuilt from them; mail is durable here until the recipient's rollout records
-//!   it.
 //!
-//! Timestamps are stored as integer milliseconds since the Unix epoch (UTC).
+//! Timestamps are stored as integer milliseconds since the Unix epoch (UTC); paths relative to
+//! `$ARBOR_HOME`.
 
 mod approvals;
 mod edges;
 mod error;
-mod inbox;
-mod inline;
 mod mail;
 mod overrides;
+mod persist;
 mod schema;
+pub mod state;
 mod store;
 mod threads;
 mod tree;
 mod walk;
-mod walvfs;
-mod writer;
 
-pub use approvals::{ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy};
+pub use approvals::{ApprovalOutcome, ApprovalRecord, DecidedBy};
 pub use edges::{AgentGraphStore, EdgeStatus};
 pub use error::StoreError;
 pub use mail::QueuedMail;
-pub use overrides::{AnswerOutcome, ApprovalOverride, HumanAnswer, Opened, OverrideKey};
+pub use overrides::{AnswerOutcome, ApprovalOverride, OverrideKey, answer_outcome};
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
+pub use state::{AgentRow, LogPosition, MailRow, SessionState};
 pub use store::{STATE_FILE_NAME, Store};
 pub use threads::{MIN_SESSION_PREFIX, ThreadRecord};
 pub use tree::SessionTree;
-pub use writer::Ticket;

@@ -157,6 +157,27 @@ DROP TABLE mail;
 ALTER TABLE mail_v3 RENAME TO mail;
 CREATE INDEX mail_unconsumed_by_recipient ON mail (recipient_id, seq) WHERE consumed_at IS NULL;
 "#,
+    r#"
+-- The store as a projection of the session log: how far into each session's log it has come,
+-- and per agent the facts its status is reported from (whether a turn is open, how the last
+-- one ended), its token totals and the number of its last log line. A human's answer a driver
+-- has yet to act on waits with its request. Rows are written in batches, so a session's
+-- unconsumed mail is indexed again.
+CREATE TABLE log_state (
+    session_id TEXT PRIMARY KEY NOT NULL REFERENCES threads(id),
+    seq        INTEGER NOT NULL CHECK (seq >= 0),
+    offset     INTEGER NOT NULL CHECK (offset >= 0)
+) WITHOUT ROWID;
+ALTER TABLE threads ADD COLUMN turn_open INTEGER NOT NULL DEFAULT 0 CHECK (turn_open IN (0, 1));
+ALTER TABLE threads ADD COLUMN last_end TEXT;
+ALTER TABLE threads ADD COLUMN last_end_reason TEXT;
+ALTER TABLE threads ADD COLUMN tokens_in INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE threads ADD COLUMN tokens_cached INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE threads ADD COLUMN tokens_out INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE threads ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN answer INTEGER CHECK (answer IS NULL OR answer IN (0, 1));
+CREATE INDEX mail_unconsumed_by_session ON mail (session_id, seq) WHERE consumed_at IS NULL;
+"#,
 ];
 
 /// Opens the read-write connection, checks the file is an arbor store (or new), migrates it to
@@ -170,16 +191,47 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     // WAL is switched on only once the file is known to be ours: the switch rewrites the header.
     configure(&conn, path)?;
     migrate(&conn, path, version)?;
+    if version < 4 {
+        relativize_paths(&conn, path)?;
+    }
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
+}
+
+/// Stores before version 4 kept absolute rollout paths: those under the home become relative
+/// to it, so the home can be moved.
+fn relativize_paths(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let Some(home) = path.parent().and_then(|home| home.to_str()) else {
+        return Ok(());
+    };
+    let home = home.trim_end_matches('/');
+    conn.execute(
+        "UPDATE threads SET rollout_path = substr(rollout_path, length(?1) + 2)
+         WHERE substr(rollout_path, 1, length(?1) + 1) = ?1 || '/'",
+        [home],
+    )
+    .map(|_| ())
+    .map_err(|source| StoreError::Migration {
+        path: path.to_path_buf(),
+        version: 4,
+        source,
+    })
+}
+
+/// Whether the store at `path` exists and is older than this build's schema (a reader must
+/// then migrate it first). A missing file is refused like any store that cannot be opened.
+pub(crate) fn needs_migration(path: &Path) -> Result<bool, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = open(path, flags)?;
+    let version = check_identity(&conn, path)?;
+    Ok(version < SCHEMA_VERSION)
 }
 
 /// Opens one more read-only connection to a store the writer has already checked.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = open(path, flags)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .and_then(|()| conn.pragma_update(None, "foreign_keys", "ON"))
+    conn.pragma_update(None, "foreign_keys", "ON")
         .and_then(|()| tune(&conn))
         .map_err(|err| classify(path, err))?;
     conn.set_prepared_statement_cache_capacity(32);
@@ -187,16 +239,10 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
 }
 
 fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
-    crate::walvfs::register().map_err(|reason| StoreError::Setup {
+    let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
         path: path.to_path_buf(),
-        reason,
+        source,
     })?;
-    let conn = Connection::open_with_flags_and_vfs(path, flags, crate::walvfs::NAME).map_err(
-        |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        },
-    )?;
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(|source| StoreError::Open {
             path: path.to_path_buf(),
@@ -215,7 +261,10 @@ fn configure(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             reason: format!("journal mode stayed `{mode}` instead of `wal`"),
         });
     }
-    conn.pragma_update(None, "synchronous", "FULL")
+    // The store is a projection of the session log, which is what is synced: commits need
+    // not wait for the disk (a crash may lose the last ones; open brings the store up to the
+    // log again). The WAL is still synced at checkpoints, so the file stays consistent.
+    conn.pragma_update(None, "synchronous", "NORMAL")
         .and_then(|()| conn.pragma_update(None, "foreign_keys", "ON"))
         .and_then(|()| tune(conn))
         .map_err(|err| classify(path, err))
@@ -375,7 +424,7 @@ mod tests {
         let sync: i64 = conn
             .query_row("PRAGMA synchronous", [], |row| row.get(0))
             .expect("sync");
-        assert_eq!(sync, 2, "synchronous = FULL");
+        assert_eq!(sync, 1, "synchronous = NORMAL");
         let fks: i64 = conn
             .query_row("PRAGMA foreign_keys", [], |row| row.get(0))
             .expect("fks");
@@ -432,8 +481,7 @@ mod tests {
         assert!(seq > 2, "new mail numbered after the old: {seq}");
         let leftovers: i64 = conn
             .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE name IN \
-                 ('mail_v3', 'mail_unconsumed_by_session')",
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('mail_v3')",
                 [],
                 |row| row.get(0),
             )

@@ -1,21 +1,16 @@
-//! The [`Store`] handle: opening the file, handing writes to the writer thread and running
-//! reads on a small pool of read-only connections.
+//! The [`Store`] handle: opening the file, the one write connection, and reads on a small
+//! pool of read-only connections.
 
 use std::fmt;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 
 use rusqlite::Connection;
-use tokio::sync::oneshot;
 
 use crate::StoreError;
 use crate::error::OpResult;
-use crate::inbox::Inbox;
-use crate::inline::{self, Counters, Shared};
 use crate::schema;
-use crate::writer::{self, Job, Ticket, Write};
 
 /// The file name of the store inside `ARBOR_HOME`.
 pub const STATE_FILE_NAME: &str = "state.sqlite";
@@ -25,24 +20,20 @@ const MAX_IDLE_READERS: usize = 8;
 
 /// arbor's SQLite store. Cheap to clone and share between threads.
 ///
-/// Writes go to one writer thread and return a [`Ticket`] that resolves after the commit has
-/// reached the disk. Reads are plain blocking calls on read-only connections: async callers run
-/// them under `tokio::task::spawn_blocking`.
+/// Rows are written only by [`Store::commit`], one transaction per call, on the one write
+/// connection (used by one thread at a time). Reads are plain blocking calls on read-only
+/// connections: async callers run them under `tokio::task::spawn_blocking`.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    path: Arc<Path>,
-    inbox: Arc<Inbox>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    path: PathBuf,
+    /// `None` for a store opened to read only.
+    writer: Mutex<Option<Connection>>,
     readers: Mutex<Vec<Connection>>,
-    counters: Arc<Counters>,
-    /// The writer's connection, which an independent write may use on its caller's thread.
-    conn: Shared,
-    /// Whether it may (tests turn it off to exercise the writer's side).
-    inline: AtomicBool,
+    commits: AtomicU64,
 }
 
 impl fmt::Debug for Store {
@@ -68,41 +59,31 @@ impl Store {
     /// A file that is not an arbor store, or one from a newer arbor, is refused with an error
     /// naming the file; it is never modified.
     pub fn open_file(path: &Path) -> Result<Self, StoreError> {
-        let conn: Shared = Arc::new(Mutex::new(Some(schema::open_writer(path)?)));
-        let path: Arc<Path> = Arc::from(path);
-        let (inbox, queue) = Inbox::new();
-        let inbox = Arc::new(inbox);
-        let thread_inbox = Arc::clone(&inbox);
-        let thread_path = Arc::clone(&path);
-        let thread_conn = Arc::clone(&conn);
-        let counters = Arc::new(Counters::default());
-        let thread_counters = Arc::clone(&counters);
-        let handle = std::thread::Builder::new()
-            .name("arbor-store-writer".into())
-            .spawn(move || {
-                writer::run(
-                    thread_conn,
-                    thread_path,
-                    thread_inbox,
-                    queue,
-                    thread_counters,
-                )
-            })
-            .map_err(|source| StoreError::Spawn {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Ok(Self {
+        let conn = schema::open_writer(path)?;
+        Ok(Self::assemble(path, Some(conn)))
+    }
+
+    /// Opens an existing store to read only: nothing is written (not even a migration, unless
+    /// the file is from an older arbor and must be migrated to be read).
+    pub fn open_read_only(home: &Path) -> Result<Self, StoreError> {
+        let path = home.join(STATE_FILE_NAME);
+        if schema::needs_migration(&path)? {
+            let store = Self::open_file(&path)?;
+            store.close();
+            return Ok(store);
+        }
+        Ok(Self::assemble(&path, None))
+    }
+
+    fn assemble(path: &Path, writer: Option<Connection>) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                path,
-                inbox,
-                writer: Mutex::new(Some(handle)),
+                path: path.to_path_buf(),
+                writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
-                counters,
-                conn,
-                inline: AtomicBool::new(true),
+                commits: AtomicU64::new(0),
             }),
-        })
+        }
     }
 
     /// The state file's path.
@@ -110,117 +91,44 @@ impl Store {
         &self.inner.path
     }
 
-    /// How many synced transactions this store has committed (each one sync of the WAL;
-    /// projections committed without one are not counted), for benchmarks and diagnostics.
+    /// How many transactions this handle has committed, for benchmarks and diagnostics.
     pub fn commits(&self) -> u64 {
-        self.inner.counters.synced.load(Ordering::Relaxed)
+        self.inner.commits.load(Ordering::Relaxed)
     }
 
-    /// How many of [`Self::commits`] ran on their caller's thread instead of the writer's (an
-    /// independent write while the writer had nothing queued).
-    pub fn inline_commits(&self) -> u64 {
-        self.inner.counters.inline.load(Ordering::Relaxed)
-    }
-
-    /// Finishes every write queued so far, then stops the writer thread. Later writes (from any
-    /// clone) fail with [`StoreError::Closed`]; reads keep working. Dropping the last clone
-    /// closes the store too.
+    /// Closes the write connection (checkpointing the WAL). Later commits fail with
+    /// [`StoreError::Closed`]; reads keep working.
     pub fn close(&self) {
-        self.inner.stop();
+        if let Some(conn) = lock(&self.inner.writer).take() {
+            let _ = conn.close();
+        }
     }
 
-    /// Queues a write. `op` runs on the writer thread inside its own savepoint.
-    pub(crate) fn submit<T, F>(&self, op_name: &'static str, op: F) -> Ticket<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
-    {
-        self.queue(op_name, op, Inbox::send)
-    }
-
-    /// Like [`Self::submit`], for a write that no waiting projection has to precede (a mail
-    /// enqueue): it may commit before projections submitted earlier, which follow right after.
-    /// With `in_place`, when the writer has nothing else to do, the write commits right here,
-    /// on the calling thread, and the ticket returned is already resolved (see `inline`).
-    pub(crate) fn submit_independent<T, F>(
+    /// Runs `op` on the write connection inside one `IMMEDIATE` transaction and commits it.
+    pub(crate) fn write<T>(
         &self,
         op_name: &'static str,
-        in_place: bool,
-        op: F,
-    ) -> Ticket<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
-    {
-        self.queue(op_name, op, |inbox, job| {
-            let inner = &self.inner;
-            let job = if in_place && inner.inline.load(Ordering::Relaxed) {
-                match inline::try_commit(&inner.conn, inbox, &inner.path, &inner.counters, job) {
-                    Ok(()) => return,
-                    Err(job) => job,
-                }
-            } else {
-                job
-            };
-            inbox.send_independent(job);
-        })
-    }
-
-    /// Holds the writer's connection, as the writer does while it commits.
-    #[cfg(test)]
-    pub(crate) fn hold_connection(&self) -> MutexGuard<'_, Option<Connection>> {
-        lock(&self.inner.conn)
-    }
-
-    /// Sends every write to the writer thread, so tests can exercise its handling of
-    /// independent writes.
-    #[cfg(test)]
-    pub(crate) fn queue_every_write(&self) {
-        self.inner.inline.store(false, Ordering::Relaxed);
-    }
-
-    /// Queues a projection (a status, a consumed mark: a copy of what a rollout holds). It
-    /// waits up to the writer's lazy window for company, may commit after mail writes
-    /// (independent or deferred) submitted later, never after any other write, and its ticket
-    /// resolves only once it is synced.
-    pub(crate) fn submit_lazy<T, F>(&self, op_name: &'static str, op: F) -> Ticket<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
-    {
-        self.queue(op_name, op, Inbox::send_lazy)
-    }
-
-    /// Queues a write that may wait up to `window` for other writes to share its commit.
-    pub(crate) fn submit_within<T, F>(
-        &self,
-        op_name: &'static str,
-        window: std::time::Duration,
-        op: F,
-    ) -> Ticket<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
-    {
-        self.queue(op_name, op, |inbox, job| inbox.send_within(job, window))
-    }
-
-    /// Wraps `op` in a job, hands it to the inbox with `send` and returns its ticket. When the
-    /// writer is gone the job (and its reply sender) is dropped: the ticket then resolves to
-    /// `Closed`.
-    fn queue<T, F>(
-        &self,
-        op_name: &'static str,
-        op: F,
-        send: impl FnOnce(&Inbox, Box<dyn Job>),
-    ) -> Ticket<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
-    {
-        let (reply, rx) = oneshot::channel();
-        send(&self.inner.inbox, Box::new(Write::new(op_name, op, reply)));
-        Ticket::new(rx, Arc::clone(&self.inner.path))
+        op: impl FnOnce(&Connection) -> OpResult<T>,
+    ) -> Result<T, StoreError> {
+        let guard = lock(&self.inner.writer);
+        let Some(conn) = guard.as_ref() else {
+            return Err(StoreError::Closed {
+                path: self.inner.path.clone(),
+            });
+        };
+        let result = (|| {
+            conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+            let value = op(conn)?;
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(value)
+        })();
+        if result.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        if result.is_ok() {
+            self.inner.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        result.map_err(|fail: crate::error::Fail| fail.into_store(&self.inner.path, op_name))
     }
 
     /// Runs `op` on a read-only connection inside one read transaction, so it sees a single
@@ -230,7 +138,7 @@ impl Store {
         op_name: &'static str,
         op: impl FnOnce(&Connection) -> OpResult<T>,
     ) -> Result<T, StoreError> {
-        let conn = match pop(&self.inner.readers) {
+        let conn = match lock(&self.inner.readers).pop() {
             Some(conn) => conn,
             None => schema::open_reader(&self.inner.path)?,
         };
@@ -251,29 +159,8 @@ impl Store {
     }
 }
 
-impl Inner {
-    fn stop(&self) {
-        let handle = lock(&self.writer).take();
-        if let Some(handle) = handle {
-            self.inbox.stop();
-            // A panic on the writer thread already answered its callers with `Closed`.
-            let _ = handle.join();
-        }
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn pop(pool: &Mutex<Vec<Connection>>) -> Option<Connection> {
-    lock(pool).pop()
-}
-
-/// Locks a mutex, ignoring poisoning: the guarded data (a connection list, a join handle, the
-/// writer's connection) stays valid whatever panicked.
+/// Locks a mutex, ignoring poisoning: the guarded data (a connection, a connection list) stays
+/// valid whatever panicked.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
@@ -308,44 +195,43 @@ mod tests {
     }
 
     #[test]
-    fn a_write_after_close_fails_with_closed() {
+    fn a_write_after_close_fails_with_closed_and_reads_go_on() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let ok = store.submit("probe", |conn| {
-            Ok(conn.query_row("SELECT 1", [], |row| row.get::<_, i64>(0))?)
-        });
-        assert_eq!(ok.wait().expect("write"), 1);
+        let one = store
+            .write("probe", |conn| {
+                Ok(conn.query_row("SELECT 1", [], |row| row.get::<_, i64>(0))?)
+            })
+            .expect("write");
+        assert_eq!(one, 1);
         store.close();
-        let late = store.submit("probe", |_| Ok(()));
-        let err = late.wait().expect_err("closed");
+        let err = store.write("probe", |_| Ok(())).expect_err("closed");
         assert!(matches!(err, StoreError::Closed { .. }), "{err}");
         assert!(err.to_string().contains("state.sqlite"), "{err}");
+        assert!(store.sessions().expect("read").is_empty());
     }
 
     #[test]
-    fn one_failing_job_in_a_group_does_not_undo_the_others() {
+    fn a_failing_write_is_rolled_back_whole() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let setup = store.submit("setup", |conn| {
-            conn.execute_batch("CREATE TEMP TABLE IF NOT EXISTS t (x INTEGER UNIQUE)")?;
+        store
+            .write("setup", |conn| {
+                conn.execute_batch("CREATE TABLE t (x INTEGER UNIQUE)")?;
+                Ok(())
+            })
+            .expect("setup");
+        let failed = store.write("insert", |conn| {
+            conn.execute("INSERT INTO t (x) VALUES (1)", [])?;
+            conn.execute("INSERT INTO t (x) VALUES (1)", [])?;
             Ok(())
         });
-        setup.wait().expect("setup");
-        let tickets: Vec<_> = [1, 2, 2, 3]
-            .into_iter()
-            .map(|x| {
-                store.submit("insert", move |conn| {
-                    conn.execute("INSERT INTO t (x) VALUES (?1)", [x])?;
-                    Ok(x)
-                })
+        assert!(failed.is_err());
+        let count = store
+            .write("count", |conn| {
+                Ok(conn.query_row("SELECT count(*) FROM t", [], |row| row.get::<_, i64>(0))?)
             })
-            .collect();
-        let results: Vec<_> = tickets.into_iter().map(|t| t.wait().is_ok()).collect();
-        assert_eq!(results, [true, true, false, true]);
-        let count = store.submit("count", |conn| {
-            Ok(conn.query_row("SELECT count(*) FROM t", [], |row| row.get::<_, i64>(0))?)
-        });
-        assert_eq!(count.wait().expect("count"), 3);
-        assert!(store.commits() >= 3, "{}", store.commits());
+            .expect("count");
+        assert_eq!(count, 0);
     }
 }

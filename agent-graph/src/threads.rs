@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::{Fail, OpResult};
 use crate::walk::parse_id;
-use crate::{Store, StoreError, Ticket};
+use crate::{Store, StoreError};
 
 /// Shortest session-id prefix [`Store::find_session_by_prefix`] accepts.
 pub const MIN_SESSION_PREFIX: usize = 8;
@@ -55,59 +55,14 @@ impl ThreadRecord {
     }
 }
 
+pub(crate) const THREAD_COLUMNS: &str = "t.id, t.session_id, t.parent_id, t.path, t.depth, \
+    t.nickname, t.role, t.model, t.effort, t.sandbox, t.cwd, t.status, t.status_reason, \
+    t.rollout_path, t.created_at, t.updated_at";
+
 const COLUMNS: &str = "id, session_id, parent_id, path, depth, nickname, role, model, effort, \
                        sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at";
 
 impl Store {
-    /// Inserts a thread or updates every field but `id`, `session_id` and `created_at`.
-    /// The parent (and the session root) must already be indexed.
-    pub fn upsert_thread(&self, record: ThreadRecord) -> Ticket<()> {
-        self.submit("upsert thread", move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO threads (id, session_id, parent_id, path, depth, nickname, role,
-                     model, effort, sandbox, cwd, status, status_reason, rollout_path,
-                     created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
-                 ON CONFLICT (id) DO UPDATE SET parent_id = excluded.parent_id,
-                     path = excluded.path, depth = excluded.depth,
-                     nickname = excluded.nickname, role = excluded.role,
-                     model = excluded.model, effort = excluded.effort,
-                     sandbox = excluded.sandbox, cwd = excluded.cwd,
-                     status = excluded.status, status_reason = excluded.status_reason,
-                     rollout_path = excluded.rollout_path, updated_at = excluded.updated_at",
-            )?
-            .execute(params![
-                record.id.to_string(),
-                record.session_id.to_string(),
-                record.parent_id.map(|id| id.to_string()),
-                record.path.as_str(),
-                record.depth,
-                record.nickname,
-                record.role,
-                record.model,
-                record.effort,
-                record.sandbox,
-                record.cwd,
-                record.status.name(),
-                record.status.detail(),
-                record.rollout_path,
-                record.created_at.as_millis(),
-                record.updated_at.as_millis(),
-            ])?;
-            Ok(())
-        })
-    }
-
-    /// Records a thread's status (and its last message or reason); fails for an unknown id.
-    /// A status is a projection of the rollout: the write may wait up to a few milliseconds to
-    /// share the next commit instead of paying a sync of its own.
-    pub fn set_thread_status(&self, id: ThreadId, status: &AgentStatus) -> Ticket<()> {
-        let status = status.clone();
-        self.submit_lazy("set thread status", move |conn| {
-            write_thread_status(conn, id, &status)
-        })
-    }
-
     /// One thread's record.
     pub fn thread(&self, id: ThreadId) -> Result<Option<ThreadRecord>, StoreError> {
         self.read("read thread", |conn| thread_by_id(conn, id))
@@ -199,7 +154,7 @@ fn query(
 }
 
 /// A row as stored, before its text fields are parsed.
-struct RawThread {
+pub(crate) struct RawThread {
     id: String,
     session_id: String,
     parent_id: Option<String>,
@@ -219,7 +174,7 @@ struct RawThread {
 }
 
 impl RawThread {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
+    pub(crate) fn from_row(row: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: row.get(0)?,
             session_id: row.get(1)?,
@@ -240,7 +195,7 @@ impl RawThread {
         })
     }
 
-    fn into_record(self) -> OpResult<ThreadRecord> {
+    pub(crate) fn into_record(self) -> OpResult<ThreadRecord> {
         let path = AgentPath::from_persisted(&self.path)
             .map_err(|_| Fail::corrupt("agent path", self.path.clone()))?;
         let depth = u32::try_from(self.depth)
@@ -265,27 +220,4 @@ impl RawThread {
             updated_at: Timestamp::from_millis(self.updated_at),
         })
     }
-}
-
-/// Sets a thread's status in the index (inside the caller's write job).
-pub(crate) fn write_thread_status(
-    conn: &Connection,
-    id: ThreadId,
-    status: &AgentStatus,
-) -> OpResult<()> {
-    let changed = conn
-        .prepare_cached(
-            "UPDATE threads SET status = ?2, status_reason = ?3, updated_at = ?4
-             WHERE id = ?1",
-        )?
-        .execute(params![
-            id.to_string(),
-            status.name(),
-            status.detail(),
-            Timestamp::now().as_millis()
-        ])?;
-    if changed == 0 {
-        return Err(StoreError::UnknownThread(id).into());
-    }
-    Ok(())
 }

@@ -9,6 +9,7 @@ use petgraph::Direction;
 use petgraph::graph::{Graph, NodeIndex};
 use petgraph::visit::EdgeRef;
 
+use crate::state::SessionState;
 use crate::threads::{session_threads, thread_by_id};
 use crate::walk::session_edges;
 use crate::{EdgeStatus, Store, StoreError, ThreadRecord};
@@ -38,6 +39,38 @@ impl SessionTree {
             let edges = session_edges(conn, root.session_id)?;
             Ok((root, threads, edges))
         })?;
+        Ok(Self::build(
+            root,
+            threads,
+            edges.into_iter().collect(),
+            include_closed,
+        ))
+    }
+
+    /// The tree of a session's state (the store's view with the log's later lines applied).
+    /// `None` when the state has no root.
+    pub fn from_state(state: &SessionState, include_closed: bool) -> Option<Self> {
+        let root = state.root()?.record.clone();
+        let edges = state
+            .threads
+            .values()
+            .filter_map(|row| Some((row.record.id, (row.record.parent_id?, row.edge?))))
+            .collect();
+        let threads = state
+            .threads
+            .values()
+            .map(|row| row.record.clone())
+            .collect();
+        Some(Self::build(root, threads, edges, include_closed))
+    }
+
+    fn build(
+        root_record: ThreadRecord,
+        threads: Vec<ThreadRecord>,
+        edges: Vec<(ThreadId, (ThreadId, EdgeStatus))>,
+        include_closed: bool,
+    ) -> Self {
+        let root_id = root_record.id;
         let mut children: HashMap<ThreadId, Vec<(ThreadId, EdgeStatus)>> = HashMap::new();
         for (child, (parent, status)) in edges {
             if include_closed || status == EdgeStatus::Open {
@@ -49,7 +82,7 @@ impl SessionTree {
             .map(|record| (record.id, record))
             .collect();
         let mut graph = Graph::new();
-        let root = graph.add_node(root);
+        let root = graph.add_node(root_record);
         // Breadth-first, children by id: node indices follow the order `descendants` reports.
         let mut queue = std::collections::VecDeque::from([(root_id, root)]);
         while let Some((id, node)) = queue.pop_front() {
@@ -67,7 +100,7 @@ impl SessionTree {
                 queue.push_back((child, child_node));
             }
         }
-        Ok(Self { graph, root })
+        Self { graph, root }
     }
 
     /// The graph: node weights are thread records, edge weights the spawn edges' status.

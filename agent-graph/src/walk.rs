@@ -244,23 +244,20 @@ fn parse_status(text: &str) -> OpResult<EdgeStatus> {
 
 #[cfg(test)]
 mod tests {
-    use arbor_protocol::{AgentPath, AgentStatus, Timestamp};
+    use arbor_protocol::{AgentPath, Timestamp};
 
     use super::*;
-    use crate::{Store, ThreadRecord};
+    use arbor_protocol::{RolloutItem, RolloutLine, SessionMeta};
 
-    fn record(
-        id: ThreadId,
-        session: ThreadId,
-        parent: Option<ThreadId>,
-        depth: u32,
-    ) -> ThreadRecord {
+    use crate::{SessionState, Store};
+
+    fn meta(id: ThreadId, session: ThreadId, parent: Option<ThreadId>, depth: u32) -> SessionMeta {
         let mut path = AgentPath::root();
         for level in 0..depth {
             path = path.join(&format!("l{level}")).expect("path");
         }
-        ThreadRecord {
-            id,
+        SessionMeta {
+            thread_id: id,
             session_id: session,
             parent_id: parent,
             path,
@@ -271,11 +268,26 @@ mod tests {
             effort: None,
             sandbox: "read-only".into(),
             cwd: "/".into(),
-            status: AgentStatus::Running,
-            rollout_path: String::new(),
-            created_at: Timestamp::now(),
-            updated_at: Timestamp::now(),
+            format_version: arbor_protocol::ROLLOUT_FORMAT_VERSION,
         }
+    }
+
+    /// Applies `items` (each of a thread) to `state` as the next log lines.
+    fn apply(state: &mut SessionState, items: Vec<(ThreadId, RolloutItem)>) {
+        for (thread, item) in items {
+            let seq = state.applied.seq + 1;
+            let line = RolloutLine {
+                seq: Some(seq),
+                thread: Some(thread),
+                timestamp: Timestamp::now(),
+                item,
+            };
+            state.apply(&line, seq * 100);
+        }
+    }
+
+    fn close(target: ThreadId) -> RolloutItem {
+        RolloutItem::UserClose(arbor_protocol::UserTarget { target_id: target })
     }
 
     /// A session whose root has `fanout` children, each with `fanout` children, and so on for
@@ -284,12 +296,14 @@ mod tests {
         store: &Store,
         fanout: usize,
         depth: u32,
-    ) -> (ThreadId, Vec<(ThreadId, ThreadId, EdgeStatus)>) {
+    ) -> (
+        ThreadId,
+        Vec<(ThreadId, ThreadId, EdgeStatus)>,
+        SessionState,
+    ) {
         let root = ThreadId::new();
-        store
-            .upsert_thread(record(root, root, None, 0))
-            .wait()
-            .expect("root");
+        let mut state = SessionState::new(root);
+        let mut lines = vec![(root, RolloutItem::SessionMeta(meta(root, root, None, 0)))];
         let mut level = vec![root];
         let mut edges = Vec::new();
         for d in 1..=depth {
@@ -297,26 +311,25 @@ mod tests {
             for parent in &level {
                 for _ in 0..fanout {
                     let child = ThreadId::new();
-                    store
-                        .upsert_thread(record(child, root, Some(*parent), d))
-                        .wait()
-                        .expect("thread");
+                    lines.push((
+                        child,
+                        RolloutItem::SessionMeta(meta(child, root, Some(*parent), d)),
+                    ));
                     let status = if edges.len() % 3 == 2 {
+                        lines.push((child, close(child)));
                         EdgeStatus::Closed
                     } else {
                         EdgeStatus::Open
                     };
-                    store
-                        .upsert_edge(*parent, child, status)
-                        .wait()
-                        .expect("edge");
                     edges.push((*parent, child, status));
                     next.push(child);
                 }
             }
             level = next;
         }
-        (root, edges)
+        apply(&mut state, lines);
+        store.commit(&mut state).expect("commit");
+        (root, edges, state)
     }
 
     /// The obvious breadth-first walk over an edge list.
@@ -345,7 +358,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
         // 4 + 16 + 64 + 256 = 340 edges: large enough to pass the seek floor and switch.
-        let (root, edges) = build(&store, 4, 4);
+        let (root, edges, _) = build(&store, 4, 4);
         for filter in [None, Some(EdgeStatus::Open), Some(EdgeStatus::Closed)] {
             for start in [root, edges[0].1, edges[5].1] {
                 let got = store
@@ -387,16 +400,16 @@ mod tests {
     fn the_edge_count_trigger_counts_new_edges_only() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let (root, edges) = build(&store, 2, 2);
-        let (parent, child, _) = edges[0];
-        store
-            .upsert_edge(parent, child, EdgeStatus::Closed)
-            .wait()
-            .expect("upsert again");
-        store
-            .set_edge_status(child, EdgeStatus::Open)
-            .wait()
-            .expect("status");
+        let (root, edges, mut state) = build(&store, 2, 2);
+        // A close of an open edge updates its row: no new edge is counted.
+        let open = edges
+            .iter()
+            .find(|(_, _, status)| *status == EdgeStatus::Open)
+            .map(|(_, child, _)| *child)
+            .expect("an open edge");
+        apply(&mut state, vec![(open, close(open))]);
+        store.commit(&mut state).expect("commit");
+        let child = open;
         let size = store
             .read("count", |conn| session_size(conn, child))
             .expect("size");

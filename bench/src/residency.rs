@@ -8,7 +8,8 @@ use std::time::Instant;
 use arbor_model::ScriptedModel;
 use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentStatus, ResponseItem, RolloutItem};
-use arbor_rollout::{Replay, RolloutWriter, read_rollout};
+use arbor_rollout::log::{SessionLog, Start, Urgency};
+use arbor_rollout::{Replay, RolloutProjector, read_rollout};
 use serde_json::{Value, json};
 
 use crate::{bench_dir, cpu_seconds, median, peak_rss_kib, report};
@@ -21,27 +22,35 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Reopening and replaying rollouts of 100, 1 000 and 10 000 items: what a revival reads.
+/// Reading and replaying rollouts of 100, 1 000 and 10 000 items: what a revival reads.
 pub fn revive_latency() -> Result<(), String> {
     let dir = bench_dir()?;
     for items in [100usize, 1_000, 10_000] {
-        let mut writer = RolloutWriter::create(dir.path(), &crate::rollout::meta()).map_err(err)?;
-        let batch: Vec<RolloutItem> = (0..items)
-            .map(|i| {
-                RolloutItem::ResponseItem(ResponseItem::Message {
-                    role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
-                    content: format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8)),
-                })
+        let header = crate::rollout::meta();
+        let id = header.thread_id;
+        let (log, outlets) = SessionLog::start(
+            &dir.path().join(format!("log-{items}.jsonl")),
+            Start::default(),
+        )
+        .map_err(err)?;
+        let mut batch = vec![RolloutItem::SessionMeta(header)];
+        batch.extend((0..items).map(|i| {
+            RolloutItem::ResponseItem(ResponseItem::Message {
+                role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+                content: format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8)),
             })
-            .collect();
-        writer.append_batch(&batch).map_err(err)?;
-        writer.sync().map_err(err)?;
-        let path = writer.path().to_path_buf();
-        drop(writer);
+        }));
+        let lsn = log.append(id, batch).map_err(err)?;
+        log.wait_durable(lsn, Urgency::Now).map_err(err)?;
+        log.close().map_err(err)?;
+        let mut projector = RolloutProjector::new(dir.path());
+        for synced in outlets.synced.iter() {
+            projector.project(&synced.lines).map_err(err)?;
+        }
+        let path = projector.path_of(id).ok_or("no rollout")?.to_path_buf();
         let mut samples = Vec::new();
         for _ in 0..15 {
             let started = Instant::now();
-            let reopened = RolloutWriter::open_append(&path).map_err(err)?;
             let read = read_rollout(&path).map_err(err)?;
             let replay = Replay::from_read(&read);
             samples.push(started.elapsed().as_secs_f64() * 1000.0);
@@ -51,7 +60,6 @@ pub fn revive_latency() -> Result<(), String> {
                     replay.history.len()
                 ));
             }
-            drop(reopened);
         }
         report(
             json!({"bench": "revive_latency", "items": items, "median_ms": median(samples), "goal_ms_at_10000": 20}),
@@ -216,8 +224,8 @@ pub fn churn() -> Result<(), String> {
 /// Rallies measured per `pingpong` run: the disk's speed drifts, so the median is reported.
 const RALLIES: usize = 3;
 
-/// Two siblings pass `messages` follow-ups back and forth, each durable before delivery;
-/// [`RALLIES`] fresh sessions, reported with the median rate.
+/// Two siblings pass `messages` follow-ups back and forth (each a line of the log, delivered
+/// at once); [`RALLIES`] fresh sessions, reported with the median rate.
 pub fn ping_pong(messages: usize) -> Result<(), String> {
     let mut rallies = (0..RALLIES)
         .map(|_| rally(messages))
@@ -228,11 +236,9 @@ pub fn ping_pong(messages: usize) -> Result<(), String> {
     report(
         json!({"bench": "ping_pong", "messages": messages, "rallies": rates,
         "messages_per_s": median.rate.round(), "wall_s": median.wall,
-        "rollout_syncs": median.rollout_syncs, "store_commits": median.commits,
-        "store_commits_in_place": median.in_place,
+        "log_syncs": median.syncs, "store_commits": median.commits,
         "us_per_message": (1e6 / median.rate * 10.0).round() / 10.0,
         "sync_us": (median.sync_us * 10.0).round() / 10.0,
-        "mail_commit_us": (median.mail_commit_us * 10.0).round() / 10.0,
         "goal_per_s": 3000}),
     );
     Ok(())
@@ -242,14 +248,12 @@ pub fn ping_pong(messages: usize) -> Result<(), String> {
 struct Rally {
     rate: f64,
     wall: f64,
-    rollout_syncs: u64,
+    /// Syncs of the session log during the rally.
+    syncs: u64,
+    /// Commits of the store's projection.
     commits: u64,
-    /// Of `commits`, those made on the sending agent's thread.
-    in_place: u64,
     /// What one sync cost on this disk around the rally.
     sync_us: f64,
-    /// What one durable mail commit through the store, alone, cost around the rally.
-    mail_commit_us: f64,
 }
 
 fn rally(messages: usize) -> Result<Rally, String> {
@@ -277,7 +281,6 @@ fn rally(messages: usize) -> Result<Rally, String> {
     ]});
     let dir = bench_dir()?;
     let sync_before = crate::sync_cost_us(dir.path(), 200)?;
-    let commit_before = crate::store::mail_commit_us(dir.path(), 200)?;
     let model = ScriptedModel::from_json(&script.to_string()).map_err(err)?;
     model.set_recording(false);
     let mut config = RunConfig::new(dir.path().join("home"), dir.path().to_path_buf());
@@ -293,9 +296,8 @@ fn rally(messages: usize) -> Result<Rally, String> {
         orch.wait_quiescent().await;
         let wall = started.elapsed().as_secs_f64();
         let status = orch.root_status();
-        let totals = orch.rollout_totals();
+        let totals = orch.log_totals();
         let commits = orch.store().commits();
-        let in_place = orch.store().inline_commits();
         let players: Vec<String> = orch
             .agents()
             .iter()
@@ -320,16 +322,12 @@ fn rally(messages: usize) -> Result<Rally, String> {
         Ok(Rally {
             rate: messages as f64 / wall,
             wall,
-            rollout_syncs: totals.syncs,
+            syncs: totals.syncs,
             commits,
-            in_place,
             sync_us: sync_before,
-            mail_commit_us: commit_before,
         })
     })?;
-    // The disk's costs around the rally: the figure depends on them.
+    // The disk's cost around the rally: the figure depends on it.
     rally.sync_us = (rally.sync_us + crate::sync_cost_us(dir.path(), 200)?) / 2.0;
-    rally.mail_commit_us =
-        (rally.mail_commit_us + crate::store::mail_commit_us(dir.path(), 200)?) / 2.0;
     Ok(rally)
 }

@@ -1,5 +1,5 @@
-//! Rollout benchmarks: appends flushed to the OS per line, appends with a sync every 100
-//! lines, batched appends, creates (each a durable barrier) and reading back.
+//! Session log benchmarks: appends with no one waiting, appends each waited for by its own
+//! task (what group commit is for), and reading a rollout back.
 //!
 //! Files go to a temporary folder under `ARBOR_BENCH_DIR` (default: the system temp folder);
 //! point it at the disk `$ARBOR_HOME` lives on, since sync cost depends on it.
@@ -8,66 +8,38 @@ use std::path::Path;
 use std::time::Instant;
 
 use arbor_protocol::{
-    AgentPath, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta,
-    ThreadId, Timestamp,
+    AgentPath, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, SessionMeta, ThreadId,
 };
-use arbor_rollout::{RolloutWriter, read_rollout};
+use arbor_rollout::log::{SessionLog, Start, Urgency};
+use arbor_rollout::{RolloutProjector, read_rollout};
 use serde_json::json;
 
-/// Target size of one line, newline excluded: a typical `response_item`.
-const LINE_BYTES: usize = 300;
-const UNSYNCED_LINES: usize = 200_000;
-const SYNCED_LINES: usize = 20_000;
-const SYNC_EVERY: usize = 100;
-const BATCH: usize = 100;
-const CREATES: usize = 200;
+/// Size of one item's content: a typical `response_item`.
+const CONTENT_BYTES: usize = 240;
+const UNWAITED_LINES: usize = 200_000;
+/// Tasks each appending and waiting for its line to be durable before the next.
+const TASKS: usize = 256;
+const LINES_PER_TASK: usize = 40;
 
 pub fn run() -> Result<(), String> {
     let base = std::env::var_os("ARBOR_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into);
     let dir = tempfile::Builder::new()
-        .prefix("arbor-bench-rollout-")
+        .prefix("arbor-bench-log-")
         .tempdir_in(&base)
         .map_err(|err| format!("cannot make a folder under {}: {err}", base.display()))?;
-    let item = typical_item()?;
-
-    let unsynced = append(dir.path(), "no_sync", &item, UNSYNCED_LINES, None)?;
-    append(
-        dir.path(),
-        "sync_every_100",
-        &item,
-        SYNCED_LINES,
-        Some(SYNC_EVERY),
-    )?;
-    batched(dir.path(), &item)?;
-    creates(dir.path())?;
-    read(&unsynced)?;
+    let rollout = unwaited(dir.path())?;
+    waited(dir.path())?;
+    read(&rollout)?;
     Ok(())
 }
 
-/// A `response_item` message whose line (timestamp included) is `LINE_BYTES` long.
-fn typical_item() -> Result<RolloutItem, String> {
-    let message = |content: String| {
-        RolloutItem::ResponseItem(ResponseItem::Message {
-            role: "assistant".into(),
-            content,
-        })
-    };
-    let line = RolloutLine {
-        timestamp: Timestamp::now(),
-        item: message(String::new()),
-    };
-    let overhead = serde_json::to_string(&line)
-        .map_err(|err| format!("serialise: {err}"))?
-        .len();
-    let words = "the quick brown fox jumps over the lazy dog ".repeat(10);
-    let content = words
-        .get(..LINE_BYTES.saturating_sub(overhead))
-        .unwrap_or(&words)
-        .to_string();
-    Ok(message(content))
+fn item(n: usize) -> RolloutItem {
+    RolloutItem::ResponseItem(ResponseItem::Message {
+        role: "assistant".into(),
+        content: format!("{n:08} {}", "x".repeat(CONTENT_BYTES)),
+    })
 }
 
-/// The header of a fresh root rollout.
 pub fn meta() -> SessionMeta {
     let id = ThreadId::new();
     SessionMeta {
@@ -86,78 +58,87 @@ pub fn meta() -> SessionMeta {
     }
 }
 
-/// Appends `lines` copies of `item` one at a time, syncing every `sync_every` lines and at the
-/// end when set; returns the file for the read benchmark.
-fn append(
-    home: &Path,
-    mode: &str,
-    item: &RolloutItem,
-    lines: usize,
-    sync_every: Option<usize>,
-) -> Result<std::path::PathBuf, String> {
-    let mut writer = RolloutWriter::create(home, &meta()).map_err(|err| err.to_string())?;
-    let before = writer.stats();
-    let start = Instant::now();
-    for n in 1..=lines {
-        writer.append(item).map_err(|err| err.to_string())?;
-        if sync_every.is_some_and(|every| n % every == 0) {
-            writer.sync().map_err(|err| err.to_string())?;
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Appends with nobody waiting, then one wait for all; projects the lines into the rollout.
+/// Returns the rollout's path.
+fn unwaited(dir: &Path) -> Result<std::path::PathBuf, String> {
+    let header = meta();
+    let id = header.thread_id;
+    let (log, outlets) =
+        SessionLog::start(&dir.join("unwaited.jsonl"), Start::default()).map_err(err)?;
+    let started = Instant::now();
+    log.append(id, [RolloutItem::SessionMeta(header)])
+        .map_err(err)?;
+    for n in 0..UNWAITED_LINES {
+        log.append(id, [item(n)]).map_err(err)?;
+    }
+    let appended = started.elapsed().as_secs_f64();
+    log.wait_durable(log.appended(), Urgency::Now)
+        .map_err(err)?;
+    let durable = started.elapsed().as_secs_f64();
+    let syncs = log.syncs();
+    log.close().map_err(err)?;
+    let mut projector = RolloutProjector::new(dir);
+    for batch in outlets.synced.iter() {
+        projector.project(&batch.lines).map_err(err)?;
+    }
+    crate::report(json!({
+        "bench": "log.append_unwaited",
+        "lines": UNWAITED_LINES,
+        "append_us_per_line": appended * 1e6 / UNWAITED_LINES as f64,
+        "durable_seconds": durable,
+        "syncs": syncs,
+    }));
+    projector
+        .path_of(id)
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "no rollout".to_string())
+}
+
+/// Many tasks, each waiting for its line to be durable before appending the next: group commit
+/// gives each sync to every line appended before it.
+fn waited(dir: &Path) -> Result<(), String> {
+    let runtime = arbor_orchestrator::session_runtime().map_err(err)?;
+    let (log, _outlets) =
+        SessionLog::start(&dir.join("waited.jsonl"), Start::default()).map_err(err)?;
+    let sync_us = crate::sync_cost_us(dir, 50)?;
+    let started = Instant::now();
+    runtime.block_on(async {
+        let mut tasks = Vec::new();
+        for t in 0..TASKS {
+            let log = log.clone();
+            tasks.push(tokio::spawn(async move {
+                let id = ThreadId::new();
+                for n in 0..LINES_PER_TASK {
+                    let lsn = log
+                        .append(id, [item(t * LINES_PER_TASK + n)])
+                        .map_err(err)?;
+                    log.durable(lsn, Urgency::Now).await.map_err(err)?;
+                }
+                Ok::<(), String>(())
+            }));
         }
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let stats = writer.stats();
-    let bytes = stats.bytes_written - before.bytes_written;
+        for task in tasks {
+            task.await.map_err(err)??;
+        }
+        Ok::<(), String>(())
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    let lines = TASKS * LINES_PER_TASK;
+    let syncs = log.syncs();
+    log.close().map_err(err)?;
     crate::report(json!({
-        "bench": "rollout_append",
-        "mode": mode,
+        "bench": "log.append_waited",
+        "tasks": TASKS,
         "lines": lines,
-        "bytes": bytes,
-        "line_bytes": bytes / lines as u64,
-        "syncs": stats.syncs - before.syncs,
         "seconds": seconds,
         "lines_per_sec": (lines as f64 / seconds).round(),
-        "mib_per_sec": bytes as f64 / seconds / (1024.0 * 1024.0),
-    }));
-    Ok(writer.path().to_path_buf())
-}
-
-/// Appends in batches of `BATCH` lines, one write and one sync per batch.
-fn batched(home: &Path, item: &RolloutItem) -> Result<(), String> {
-    let mut writer = RolloutWriter::create(home, &meta()).map_err(|err| err.to_string())?;
-    let before = writer.stats();
-    let batch = vec![item.clone(); BATCH];
-    let start = Instant::now();
-    for _ in 0..SYNCED_LINES / BATCH {
-        writer.append_batch(&batch).map_err(|err| err.to_string())?;
-        writer.sync().map_err(|err| err.to_string())?;
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let stats = writer.stats();
-    let lines = stats.lines_written - before.lines_written;
-    crate::report(json!({
-        "bench": "rollout_append",
-        "mode": "batch_100_sync_each",
-        "lines": lines,
-        "bytes": stats.bytes_written - before.bytes_written,
-        "syncs": stats.syncs - before.syncs,
-        "seconds": seconds,
-        "lines_per_sec": (lines as f64 / seconds).round(),
-    }));
-    Ok(())
-}
-
-/// Creates rollouts: exclusive create, header line, file and folder syncs.
-fn creates(home: &Path) -> Result<(), String> {
-    let start = Instant::now();
-    for _ in 0..CREATES {
-        RolloutWriter::create(home, &meta()).map_err(|err| err.to_string())?;
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    crate::report(json!({
-        "bench": "rollout_create",
-        "creates": CREATES,
-        "seconds": seconds,
-        "us_per_create": seconds * 1e6 / CREATES as f64,
+        "syncs": syncs,
+        "lines_per_sync": lines as f64 / syncs.max(1) as f64,
+        "sync_us": sync_us,
     }));
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! `arbor deny` (a human's answer from another process, for a live or stopped session).
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::Path;
 
 use arbor_agent_graph::{ApprovalOverride, ApprovalRecord};
@@ -32,30 +33,30 @@ fn row(record: &ApprovalRecord, overridden: Option<&ApprovalOverride>) -> Value 
     })
 }
 
-/// `arbor approvals <SESSION> [--json]`: every request of the session, in request order.
+/// `arbor approvals <SESSION> [--json]`: every request of the session, in request order (the
+/// store's view with the session log's later lines applied, like every read).
 pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
-    let store = crate::read::open_store(home)?;
-    let root = store
-        .find_session_by_prefix(&args.session)
-        .map_err(|err| CliError::usage(err.to_string()))?;
-    let records = store.approvals(root.id)?;
-    let overrides: HashMap<String, ApprovalOverride> = store
-        .overrides(root.id)?
-        .into_iter()
+    crate::read::open_store(home)?;
+    let view = arbor_orchestrator::SessionView::open(home, &args.session)?;
+    let records = &view.state.approvals;
+    let overrides: HashMap<String, &ApprovalOverride> = view
+        .state
+        .overrides
+        .iter()
         .map(|o| (o.request_id.clone(), o))
         .collect();
     if args.json {
         let rows: Vec<Value> = records
             .iter()
-            .map(|record| row(record, overrides.get(&record.id)))
+            .map(|record| row(record, overrides.get(&record.id).copied()))
             .collect();
-        println!("{}", Value::Array(rows));
-        return Ok(());
+        let mut stdout = std::io::stdout().lock();
+        return crate::output::out(writeln!(stdout, "{}", Value::Array(rows)));
     }
     if records.is_empty() {
-        eprintln!("no approval requests in session {}", root.id);
+        eprintln!("no approval requests in session {}", view.root.id);
     }
-    for record in &records {
+    for record in records {
         let decided = match record.decided_by {
             Some(by) => format!("{} by {by}", record.outcome),
             None => record.outcome.to_string(),

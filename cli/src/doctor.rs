@@ -1,317 +1,398 @@
-//! `arbor doctor [--rebuild]`: check the store against the rollouts (the source of truth), or
-//! rebuild the store from the rollouts and session journals alone.
+//! `arbor doctor [--rebuild]`. The session logs are the source of truth; the store and the
+//! rollouts are written from them. `doctor` applies every log from its first line to an empty
+//! state and compares: the store (with the lines it has not seen applied, as every read does),
+//! and each rollout, which must hold its agent's lines of the log (a prefix of them while it
+//! lags). `--rebuild` is the same code: the states are written into a new store file that
+//! replaces the old one in one rename once it is complete, and rollouts that are unreadable or
+//! lag are rewritten from the log the same way.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use arbor_agent_graph::{
-    ApprovalOutcome, ApprovalRecord, DecidedBy, EdgeStatus, STATE_FILE_NAME, Store, ThreadRecord,
-};
-use arbor_orchestrator::Lease;
-use arbor_protocol::{AgentStatus, Mail, MailId, RolloutItem, ThreadId, Timestamp};
-use arbor_rollout::{
-    JournalEntry, Replay, RolloutRead, journal_path, list_rollouts, read_journal, read_rollout,
-};
+use arbor_agent_graph::{EdgeStatus, STATE_FILE_NAME, SessionState, Store};
+use arbor_orchestrator::{Lease, SessionView};
+use arbor_protocol::{RolloutLine, ThreadId, Timestamp};
+use arbor_rollout::log::for_each_line;
+use arbor_rollout::read_rollout;
 
 use crate::error::CliError;
 
-/// Everything the rollouts and journals say about the state.
-struct Scan {
-    threads: Vec<(ThreadRecord, Replay)>,
-    /// Approval requests and decisions, from the requesters' rollouts.
-    approvals: Vec<ApprovalRecord>,
-    journals: HashMap<ThreadId, Vec<JournalEntry>>,
+/// One session as its log tells it.
+struct Rebuilt {
+    state: SessionState,
+    /// Every line of each agent that belongs in its rollout, in order.
+    rollouts: BTreeMap<ThreadId, Vec<RolloutLine>>,
     notices: Vec<String>,
 }
 
-fn scan(home: &Path) -> Result<Scan, CliError> {
-    let mut threads = Vec::new();
-    let mut approvals = Vec::new();
-    let mut notices = Vec::new();
-    let paths = list_rollouts(home).map_err(|err| CliError::failed(err.to_string()))?;
-    for path in paths {
-        let read = match read_rollout(&path) {
-            Ok(read) => read,
-            Err(err) => {
-                notices.push(format!("skipped: {err}"));
-                continue;
+/// Every session log under the home: `sessions/YYYY/MM/DD/log-<session>.jsonl`.
+fn logs(home: &Path) -> Result<Vec<(ThreadId, PathBuf)>, CliError> {
+    let mut found = Vec::new();
+    let sessions = home.join(arbor_rollout::SESSIONS_DIR);
+    for year in subdirs(&sessions)? {
+        for month in subdirs(&year)? {
+            for day in subdirs(&month)? {
+                let entries = std::fs::read_dir(&day).map_err(|err| {
+                    CliError::failed(format!("cannot list {}: {err}", day.display()))
+                })?;
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let id = name
+                        .strip_prefix("log-")
+                        .and_then(|rest| rest.strip_suffix(".jsonl"))
+                        .and_then(|id| ThreadId::parse(id).ok());
+                    if let Some(id) = id {
+                        found.push((id, entry.path()));
+                    }
+                }
             }
-        };
-        notices.extend(read.notices.iter().cloned());
-        let created = read
-            .lines
-            .first()
-            .map_or_else(Timestamp::now, |(_, line)| line.timestamp);
-        let replay = Replay::from_read(&read);
-        let mut record = ThreadRecord::from_meta(&replay.meta, path.display().to_string(), created);
-        record.status = replay.status.clone();
-        approvals.extend(approvals_of(&record, &read));
-        threads.push((record, replay));
+        }
     }
-    threads.sort_by_key(|(record, _)| (record.depth, record.created_at, record.id));
-    let mut journals = HashMap::new();
-    for (record, _) in threads.iter().filter(|(r, _)| r.parent_id.is_none()) {
-        let path = journal_path(Path::new(&record.rollout_path), record.id);
-        let read = read_journal(&path, 0).map_err(|err| CliError::failed(err.to_string()))?;
-        notices.extend(read.notices);
-        journals.insert(
-            record.id,
-            read.entries.into_iter().map(|(entry, _)| entry).collect(),
-        );
+    found.sort();
+    Ok(found)
+}
+
+fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => {
+            return Err(CliError::failed(format!(
+                "cannot list {}: {err}",
+                dir.display()
+            )));
+        }
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Applies a whole log to an empty state.
+fn rebuild_one(session: ThreadId, log: &Path) -> Result<Rebuilt, CliError> {
+    let mut state = SessionState::new(session);
+    let mut rollouts: BTreeMap<ThreadId, Vec<RolloutLine>> = BTreeMap::new();
+    let (end, torn, mut notices) = for_each_line(log, 0, |line, end| {
+        state.apply(&line, end);
+        if line.item.in_rollout()
+            && let Some(thread) = line.thread
+        {
+            rollouts.entry(thread).or_default().push(line);
+        }
+        Ok(())
+    })?;
+    state.applied.offset = end;
+    if torn > 0 {
+        notices.push(format!(
+            "session log {}: {torn} bytes of a torn last line (the next driver cuts them off)",
+            log.display()
+        ));
     }
-    approvals.sort_by_key(|a| a.requested_at);
-    Ok(Scan {
-        threads,
-        approvals,
-        journals,
+    notices.append(&mut state.notices.clone());
+    Ok(Rebuilt {
+        state,
+        rollouts,
         notices,
     })
 }
 
-/// The approval requests a thread's rollout records, with their decisions.
-fn approvals_of(thread: &ThreadRecord, read: &RolloutRead) -> Vec<ApprovalRecord> {
-    let mut found: Vec<ApprovalRecord> = Vec::new();
-    for (_, line) in &read.lines {
-        match &line.item {
-            RolloutItem::ApprovalRequested(asked) => {
-                let mut record = ApprovalRecord::pending(
-                    asked.request_id.clone(),
-                    thread.session_id,
-                    thread.id,
-                    thread.path.clone(),
-                    asked.action.clone(),
-                    asked.justification.clone(),
-                );
-                record.requested_at = line.timestamp;
-                found.push(record);
-            }
-            RolloutItem::ApprovalDecided(decided) => {
-                let outcome = ApprovalOutcome::parse(&decided.outcome)
-                    .filter(|outcome| *outcome != ApprovalOutcome::Pending);
-                if let Some(outcome) = outcome
-                    && let Some(record) = found.iter_mut().find(|r| r.id == decided.request_id)
-                {
-                    record.outcome = outcome;
-                    record.decided_by = decided.decided_by.as_deref().and_then(DecidedBy::parse);
-                    record.risk_level = decided.risk_level.clone();
-                    record.rationale = decided.rationale.clone();
-                    record.tokens = decided.tokens;
-                    record.decided_at = Some(line.timestamp.max(record.requested_at));
-                }
-            }
-            _ => {}
+/// What differs between the state the log gives and the store's (`driven`: a live driver's
+/// projections may lag, so statuses are not compared).
+fn compare(rebuilt: &SessionState, stored: &SessionState, driven: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (id, want) in &rebuilt.threads {
+        let path = &want.record.path;
+        let Some(have) = stored.thread(*id) else {
+            problems.push(format!("{path} ({id}) is in the log but not in the store"));
+            continue;
+        };
+        if have.record.parent_id != want.record.parent_id || have.record.path != want.record.path {
+            problems.push(format!(
+                "{path} ({id}): the store's parent or path differs from the log"
+            ));
+        }
+        if have.edge != want.edge {
+            problems.push(format!(
+                "{path}: edge is {}, the log says {}",
+                have.edge.map_or("none", EdgeStatus::as_str),
+                want.edge.map_or("none", EdgeStatus::as_str)
+            ));
+        }
+        if !driven && have.record.status != want.record.status {
+            problems.push(format!(
+                "{path}: the store says {} but the log says {}",
+                have.record.status, want.record.status
+            ));
         }
     }
-    found
+    for id in stored.threads.keys() {
+        if !rebuilt.threads.contains_key(id) {
+            problems.push(format!("thread {id} is in the store but not in the log"));
+        }
+    }
+    let ids = |state: &SessionState| -> Vec<String> {
+        state
+            .mail
+            .values()
+            .map(|row| row.mail.id.to_string())
+            .collect()
+    };
+    if ids(rebuilt) != ids(stored) {
+        problems.push(format!(
+            "unread mail differs: the log leaves {} unread, the store {}",
+            rebuilt.mail.len(),
+            stored.mail.len()
+        ));
+    }
+    let decisions = |state: &SessionState| -> Vec<(String, String)> {
+        state
+            .approvals
+            .iter()
+            .map(|a| (a.id.clone(), a.outcome.to_string()))
+            .collect()
+    };
+    if decisions(rebuilt) != decisions(stored) {
+        problems.push("the approval log differs from the session log".to_string());
+    }
+    problems
 }
 
-/// The agents closed by another agent (rollouts) or by the user (journals).
-fn closes(scan: &Scan) -> HashSet<ThreadId> {
-    let by_agents = scan
-        .threads
-        .iter()
-        .flat_map(|(_, replay)| replay.closed.iter().map(|close| close.target_id));
-    let by_users = scan
-        .journals
-        .values()
-        .flatten()
-        .filter_map(|entry| match entry {
-            JournalEntry::Close { target_id, .. } => Some(*target_id),
-            _ => None,
-        });
-    by_agents.chain(by_users).collect()
-}
-
-/// Mail sent and never consumed, with its session and recipient id, in send order.
-fn pending_mail(scan: &Scan) -> Vec<(ThreadId, ThreadId, Mail)> {
-    let consumed: HashSet<MailId> = scan
-        .threads
-        .iter()
-        .flat_map(|(_, replay)| replay.consumed.iter().copied())
-        .collect();
-    let mut pending = Vec::new();
-    for (record, replay) in &scan.threads {
-        for mail in &replay.sent {
-            if consumed.contains(&mail.id) {
+/// What is wrong with the rollouts of a session: unreadable, or not holding its agents' lines.
+fn check_rollouts(home: &Path, rebuilt: &Rebuilt, driven: bool) -> Vec<(ThreadId, String)> {
+    let mut problems = Vec::new();
+    for (id, row) in &rebuilt.state.threads {
+        let path = home.join(&row.record.rollout_path);
+        let want = rebuilt.rollouts.get(id).map_or(&[][..], Vec::as_slice);
+        let read = match read_rollout(&path) {
+            Ok(read) => read,
+            Err(err) => {
+                problems.push((*id, format!("{}: unreadable: {err}", path.display())));
                 continue;
             }
-            // The recipient is the newest thread at that path created before the mail.
-            let recipient = scan
-                .threads
-                .iter()
-                .filter(|(r, _)| {
-                    r.session_id == record.session_id
-                        && r.path == mail.recipient
-                        && r.created_at <= mail.created_at
-                })
-                .max_by_key(|(r, _)| (r.created_at, r.id))
-                .map(|(r, _)| r.id);
-            if let Some(recipient) = recipient {
-                pending.push((record.session_id, recipient, mail.clone()));
-            }
+        };
+        let have: Vec<Option<u64>> = read.lines.iter().map(|(_, line)| line.seq).collect();
+        let expected: Vec<Option<u64>> = want.iter().map(|line| line.seq).collect();
+        let prefix = have.len() <= expected.len() && expected[..have.len()] == have[..];
+        if !prefix {
+            problems.push((
+                *id,
+                format!(
+                    "{}: holds lines that are not its agent's lines of the log",
+                    path.display()
+                ),
+            ));
+        } else if have.len() < expected.len() && !driven {
+            problems.push((
+                *id,
+                format!(
+                    "{}: lacks {} of its agent's lines of the log",
+                    path.display(),
+                    expected.len() - have.len()
+                ),
+            ));
         }
     }
-    for (session, entries) in &scan.journals {
-        for entry in entries {
-            if let JournalEntry::Mail { recipient_id, mail } = entry
-                && !consumed.contains(&mail.id)
-            {
-                pending.push((*session, *recipient_id, mail.clone()));
-            }
-        }
-    }
-    pending.sort_by_key(|(_, _, mail)| (mail.created_at, mail.id));
-    pending
+    problems
 }
 
-/// Rebuilds `state.sqlite` from the rollouts and journals; the old file is kept aside.
-pub fn rebuild(home: &Path) -> Result<u8, CliError> {
-    let scan = scan(home)?;
-    for notice in &scan.notices {
-        eprintln!("notice: {notice}");
-    }
-    for root in scan.threads.iter().filter(|(r, _)| r.parent_id.is_none()) {
-        if let Some(pid) = Lease::holder(home, root.0.id) {
-            return Err(CliError {
-                code: 3,
-                message: format!(
-                    "session {} is driven by process {pid}; stop it before rebuilding",
-                    root.0.id
-                ),
-            });
+/// Compares the store and the rollouts with the logs and reports every difference.
+pub fn check(home: &Path) -> Result<u8, CliError> {
+    let store = crate::read::open_store(home)?;
+    let mut problems = Vec::new();
+    let mut threads = 0;
+    let mut stdout = std::io::stdout().lock();
+    for (session, log) in logs(home)? {
+        let rebuilt = rebuild_one(session, &log)?;
+        for notice in &rebuilt.notices {
+            crate::output::out(writeln!(stdout, "notice: {notice}"))?;
         }
-    }
-    let state = home.join(STATE_FILE_NAME);
-    if state.exists() {
-        let stamp = Timestamp::now().file_stamp();
-        for suffix in ["", "-wal", "-shm"] {
-            let from = PathBuf::from(format!("{}{suffix}", state.display()));
-            if from.exists() {
-                let to = PathBuf::from(format!("{}{suffix}.bak-{stamp}", state.display()));
-                std::fs::rename(&from, &to).map_err(|err| {
-                    CliError::failed(format!("cannot move {} aside: {err}", from.display()))
-                })?;
+        threads += rebuilt.state.threads.len();
+        let root = match store.thread(session)? {
+            Some(root) => root,
+            None => {
+                problems.push(format!(
+                    "session {session} has a log ({}) but is not in the store",
+                    log.display()
+                ));
+                continue;
             }
+        };
+        let view = SessionView::of(home, store.clone(), root)?;
+        problems.extend(compare(&rebuilt.state, &view.state, view.driven));
+        problems.extend(
+            check_rollouts(home, &rebuilt, view.driven)
+                .into_iter()
+                .map(|(_, problem)| problem),
+        );
+    }
+    if problems.is_empty() {
+        crate::output::out(writeln!(
+            stdout,
+            "ok: {threads} threads agree with their session logs"
+        ))?;
+        return Ok(0);
+    }
+    for problem in &problems {
+        crate::output::out(writeln!(stdout, "problem: {problem}"))?;
+    }
+    crate::output::out(writeln!(
+        stdout,
+        "{} problems; `arbor doctor --rebuild` rebuilds the store and the rollouts from the logs",
+        problems.len()
+    ))?;
+    Ok(1)
+}
+
+/// Rebuilds `state.sqlite` (and every rollout that is unreadable or lags) from the logs alone.
+/// The new store is built in a file of its own and renamed over the old one once complete; the
+/// old one is kept under a name of its own.
+pub fn rebuild(home: &Path) -> Result<u8, CliError> {
+    let sessions = logs(home)?;
+    let mut leases = Vec::new();
+    for (session, _) in &sessions {
+        match Lease::acquire(home, *session) {
+            Ok(lease) => leases.push(lease),
+            Err(arbor_orchestrator::LeaseError::Held { pid, .. }) => {
+                return Err(CliError {
+                    code: 3,
+                    message: format!(
+                        "session {session} is driven by process {pid}; stop it before rebuilding"
+                    ),
+                });
+            }
+            Err(err) => return Err(CliError::failed(err.to_string())),
         }
-        eprintln!("kept the old store as {}.bak-{stamp}", state.display());
     }
-    let store = Store::open(home)?;
-    let closed = closes(&scan);
-    for (record, _) in &scan.threads {
-        let mut record = record.clone();
-        if closed.contains(&record.id) {
-            record.status = AgentStatus::Closed;
+    let state_file = home.join(STATE_FILE_NAME);
+    remove_leftovers(home);
+    let suffix = format!("{}-{}", Timestamp::now().file_stamp(), std::process::id());
+    let building = home.join(format!("{STATE_FILE_NAME}.rebuild-{suffix}"));
+    let built = build_store(home, &sessions, &building);
+    let (threads, mail, approvals, rewritten) = match built {
+        Ok(counts) => counts,
+        Err(err) => {
+            remove_store_files(&building);
+            return Err(err);
         }
-        store.upsert_thread(record).wait()?;
+    };
+    let backup = replace_store(&state_file, &building, &suffix)?;
+    if let Some(backup) = backup {
+        eprintln!("kept the old store as {}", backup.display());
     }
-    for (record, _) in &scan.threads {
-        if let Some(parent) = record.parent_id {
-            let status = if closed.contains(&record.id) {
-                EdgeStatus::Closed
-            } else {
-                EdgeStatus::Open
-            };
-            store.upsert_edge(parent, record.id, status).wait()?;
-        }
-    }
-    let pending = pending_mail(&scan);
-    let mail_count = pending.len();
-    store.enqueue_mail_batch(pending).wait()?;
-    for approval in &scan.approvals {
-        store.record_approval_request(approval.clone()).wait()?;
-    }
-    store.close();
+    drop(leases);
     println!(
-        "rebuilt {} from {} rollouts: {} threads, {} closed, {} unread mail, {} approval requests",
-        state.display(),
-        scan.threads.len(),
-        scan.threads.len(),
-        closed.len(),
-        mail_count,
-        scan.approvals.len()
+        "rebuilt {} from {} session logs: {threads} threads, {mail} unread mail, {approvals} \
+         approval requests; {rewritten} rollouts rewritten",
+        state_file.display(),
+        sessions.len(),
     );
     Ok(0)
 }
 
-/// Compares the store with the rollouts and reports every difference.
-pub fn check(home: &Path) -> Result<u8, CliError> {
-    let store = crate::read::open_store(home)?;
-    let scan = scan(home)?;
-    let mut problems = Vec::new();
-    let closed = closes(&scan);
-    for (record, _) in &scan.threads {
-        let stored = store.thread(record.id)?;
-        let Some(stored) = stored else {
-            problems.push(format!(
-                "{} ({}) has a rollout but no row in the store",
-                record.path, record.id
-            ));
-            continue;
-        };
-        if stored.parent_id != record.parent_id || stored.path != record.path {
-            problems.push(format!(
-                "{} ({}): the store's parent or path differs from the rollout header",
-                record.path, record.id
-            ));
+/// Writes every session's state into the new store at `path` and rewrites lagging rollouts.
+fn build_store(
+    home: &Path,
+    sessions: &[(ThreadId, PathBuf)],
+    path: &Path,
+) -> Result<(usize, usize, usize, usize), CliError> {
+    let store = Store::open_file(path)?;
+    let (mut threads, mut mail, mut approvals, mut rewritten) = (0, 0, 0, 0);
+    for (session, log) in sessions {
+        let mut rebuilt = rebuild_one(*session, log)?;
+        for notice in &rebuilt.notices {
+            eprintln!("notice: {notice}");
         }
-        let driven = Lease::holder(home, record.session_id).is_some();
-        let expected = if closed.contains(&record.id) {
-            AgentStatus::Closed
-        } else {
-            record.status.clone()
-        };
-        if !driven && stored.status != expected {
-            problems.push(format!(
-                "{}: the store says {} but the rollout says {}",
-                record.path, stored.status, expected
-            ));
+        for (id, problem) in check_rollouts(home, &rebuilt, false) {
+            eprintln!("notice: {problem}: rewritten from the log");
+            rewrite_rollout(home, &rebuilt, id)?;
+            rewritten += 1;
         }
-        if let Some(parent) = record.parent_id {
-            let edge = store.edge(record.id)?;
-            let want = if closed.contains(&record.id) {
-                EdgeStatus::Closed
-            } else {
-                EdgeStatus::Open
-            };
-            if edge != Some((parent, want)) {
-                problems.push(format!(
-                    "{}: edge is {:?}, the rollouts say {}",
-                    record.path,
-                    edge.map(|e| e.1.as_str()),
-                    want.as_str()
-                ));
-            }
+        threads += rebuilt.state.threads.len();
+        mail += rebuilt.state.mail.len();
+        approvals += rebuilt.state.approvals.len();
+        store.commit(&mut rebuilt.state)?;
+    }
+    store.close();
+    Ok((threads, mail, approvals, rewritten))
+}
+
+/// Writes an agent's rollout anew from the log (a file of its own, renamed into place).
+fn rewrite_rollout(home: &Path, rebuilt: &Rebuilt, id: ThreadId) -> Result<(), CliError> {
+    let Some(row) = rebuilt.state.thread(id) else {
+        return Ok(());
+    };
+    let path = home.join(&row.record.rollout_path);
+    let fail =
+        |err: std::io::Error| CliError::failed(format!("cannot rewrite {}: {err}", path.display()));
+    let mut bytes = Vec::new();
+    for line in rebuilt.rollouts.get(&id).into_iter().flatten() {
+        serde_json::to_writer(&mut bytes, line)
+            .map_err(|err| CliError::failed(format!("cannot encode a line: {err}")))?;
+        bytes.push(b'\n');
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let temp = path.with_extension(format!("jsonl.rebuild-{}", std::process::id()));
+    std::fs::write(&temp, &bytes).map_err(fail)?;
+    std::fs::rename(&temp, &path).map_err(fail)
+}
+
+/// Replaces the store at `state` with the complete one at `built`: the old one's WAL is
+/// checkpointed into it first (so no stale WAL meets the new file), it is kept under a
+/// `.bak-<suffix>` name (a hard link: it stays in place until the rename), then the new file
+/// is renamed over it in one step. Returns the backup's path, if there was an old store.
+fn replace_store(state: &Path, built: &Path, suffix: &str) -> Result<Option<PathBuf>, CliError> {
+    let fail = |what: &str, err: std::io::Error| CliError::failed(format!("{what}: {err}"));
+    let mut backup = None;
+    if state.exists() {
+        // Opening and closing the old store checkpoints and removes its WAL.
+        Store::open_file(state)?.close();
+        let wal = PathBuf::from(format!("{}-wal", state.display()));
+        if wal.metadata().is_ok_and(|meta| meta.len() > 0) {
+            remove_store_files(built);
+            return Err(CliError::failed(format!(
+                "{} is in use by another process; stop it before rebuilding",
+                state.display()
+            )));
+        }
+        let kept = PathBuf::from(format!("{}.bak-{suffix}", state.display()));
+        std::fs::hard_link(state, &kept)
+            .or_else(|_| std::fs::copy(state, &kept).map(|_| ()))
+            .map_err(|err| {
+                fail(
+                    &format!("cannot keep the old store as {}", kept.display()),
+                    err,
+                )
+            })?;
+        backup = Some(kept);
+    }
+    std::fs::rename(built, state)
+        .map_err(|err| fail(&format!("cannot put {} in place", built.display()), err))?;
+    for leftover in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{leftover}", state.display()));
+        let _ = std::fs::remove_file(format!("{}{leftover}", built.display()));
+    }
+    Ok(backup)
+}
+
+/// Files a rebuild that was killed left behind (never in use: the store is replaced last).
+fn remove_leftovers(home: &Path) {
+    let prefix = format!("{STATE_FILE_NAME}.rebuild-");
+    for entry in std::fs::read_dir(home).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
         }
     }
-    let pending: HashSet<MailId> = pending_mail(&scan).iter().map(|(_, _, m)| m.id).collect();
-    let sessions: HashSet<ThreadId> = scan.threads.iter().map(|(r, _)| r.session_id).collect();
-    for session in sessions {
-        for queued in store.unconsumed_in_session(session)? {
-            if !pending.contains(&queued.mail.id) {
-                problems.push(format!(
-                    "mail {} to {} is unread in the store but consumed in a rollout",
-                    queued.mail.id, queued.mail.recipient
-                ));
-            }
-        }
-    }
-    for notice in &scan.notices {
-        println!("notice: {notice}");
-    }
-    if problems.is_empty() {
-        println!(
-            "ok: {} threads agree with their rollouts",
-            scan.threads.len()
-        );
-        Ok(0)
-    } else {
-        for problem in &problems {
-            println!("problem: {problem}");
-        }
-        println!(
-            "{} problems; `arbor doctor --rebuild` rebuilds the store from the rollouts",
-            problems.len()
-        );
-        Ok(1)
+}
+
+fn remove_store_files(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }

@@ -19,6 +19,20 @@ impl CliError {
         }
     }
 
+    /// Standard output was closed by its reader (`arbor agents --json | head -c1`): the
+    /// command stops quietly (exit 0).
+    pub fn closed_output() -> Self {
+        Self {
+            code: 0,
+            message: String::new(),
+        }
+    }
+
+    /// Whether this is [`Self::closed_output`].
+    pub fn is_closed_output(&self) -> bool {
+        self.code == 0 && self.message.is_empty()
+    }
+
     /// A failed run (exit 1).
     pub fn failed(message: impl Into<String>) -> Self {
         Self {
@@ -40,6 +54,7 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
         let code = match &err {
             E::Lease(arbor_orchestrator::LeaseError::Held { .. }) => 3,
             E::Roles(_) | E::Policy(_) => 2,
+            E::Store(store) if store.is_lookup() => 2,
             E::Store(_) | E::Lease(_) | E::Start(_) => 1,
         };
         Self {
@@ -51,9 +66,18 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
 
 impl From<arbor_agent_graph::StoreError> for CliError {
     fn from(err: arbor_agent_graph::StoreError) -> Self {
+        if err.is_lookup() {
+            return Self::usage(err.to_string());
+        }
         Self::failed(err.to_string())
     }
 }
 
 /// Exit code when the run was interrupted by Ctrl-C or SIGTERM.
 pub const EXIT_INTERRUPTED: u8 = 130;
+
+impl From<arbor_rollout::log::LogError> for CliError {
+    fn from(err: arbor_rollout::log::LogError) -> Self {
+        Self::failed(err.to_string())
+    }
+}

@@ -46,6 +46,7 @@ impl Console {
         let (stop_printer, printer) = spawn_printer(
             mode,
             orch.subscribe(),
+            orch.log().clone(),
             sandbox_notices(orch),
             prompting && mode == Mode::Human,
         );
@@ -89,9 +90,15 @@ pub async fn run_root(
     no_wait_children: bool,
 ) -> Result<u8, CliError> {
     let console = Console::attach(orch, mode);
-    orch.start(prompt).await?;
+    if let Err(err) = orch.start(prompt).await {
+        console.close(orch).await;
+        return Err(err.into());
+    }
     let interrupted = console.run_until(orch, drive(orch, no_wait_children)).await;
     report_budget(orch);
+    if let Some(failure) = orch.failure() {
+        return Err(CliError::failed(failure));
+    }
     if interrupted {
         eprintln!(
             "interrupted: state saved; resume with `arbor resume {}`",

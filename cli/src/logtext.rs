@@ -67,5 +67,25 @@ pub fn describe(item: &RolloutItem) -> String {
             "usage: {} in ({} cached), {} out",
             u.input_tokens, u.cached_input_tokens, u.output_tokens
         ),
+        RolloutItem::Status(s) => format!("status: {}", s.status),
+        RolloutItem::UserMail(m) => format!(
+            "mail from the user {} → {}: {}",
+            m.mail.kind.as_str(),
+            m.mail.recipient,
+            short(&m.mail.content)
+        ),
+        RolloutItem::UserClose(_) => "closed by the user".to_string(),
+        RolloutItem::UserInterrupt(_) => "interrupted by the user".to_string(),
+        RolloutItem::UserAnswer(a) => format!(
+            "approval {} answered by the user: {}",
+            a.request_id,
+            if a.approve { "approve" } else { "deny" }
+        ),
+        RolloutItem::ApprovalOverride(o) => {
+            format!("approval {}: the identical retry runs once", o.request_id)
+        }
+        RolloutItem::OverrideUsed(o) => {
+            format!("approval {}: override used by {}", o.request_id, o.used_by)
+        }
     }
 }

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
     init_tracing();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        Err(err) if err.is_closed_output() => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err}");
             ExitCode::from(err.code)
@@ -50,19 +51,29 @@ fn init_tracing() {
         .try_init();
 }
 
+/// The home the flag or the environment names, made absolute (a relative `--home` is taken
+/// from the current directory; everything stored in it is relative to it).
 fn home_dir(flag: Option<PathBuf>) -> Result<PathBuf, CliError> {
-    if let Some(home) = flag {
+    let home = if let Some(home) = flag {
+        home
+    } else if let Some(home) = std::env::var_os("ARBOR_HOME").filter(|v| !v.is_empty()) {
+        PathBuf::from(home)
+    } else {
+        match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            Some(home) => PathBuf::from(home).join(".arbor"),
+            None => {
+                return Err(CliError::usage(
+                    "cannot find a home for arbor: set ARBOR_HOME or pass --home",
+                ));
+            }
+        }
+    };
+    if home.is_absolute() {
         return Ok(home);
     }
-    if let Some(home) = std::env::var_os("ARBOR_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(home));
-    }
-    match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".arbor")),
-        None => Err(CliError::usage(
-            "cannot find a home for arbor: set ARBOR_HOME or pass --home",
-        )),
-    }
+    let cwd = std::env::current_dir()
+        .map_err(|err| CliError::usage(format!("cannot read the current directory: {err}")))?;
+    Ok(cwd.join(home))
 }
 
 fn run(cli: Cli) -> Result<u8, CliError> {

@@ -5,8 +5,23 @@ use std::io::Write;
 
 use arbor_protocol::text::truncate_middle;
 use arbor_protocol::{Event, EventLine};
+use arbor_rollout::log::{SessionLog, Urgency};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+
+/// Maps a failed write to standard output: a reader that went away (a closed pipe) ends the
+/// command quietly; anything else is a failure naming the reason.
+pub fn out(result: std::io::Result<()>) -> Result<(), crate::error::CliError> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+            Err(crate::error::CliError::closed_output())
+        }
+        Err(err) => Err(crate::error::CliError::failed(format!(
+            "cannot write to standard output: {err}"
+        ))),
+    }
+}
 
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,13 +30,16 @@ pub enum Mode {
     Json,
 }
 
-/// Prints events until told to stop, then prints whatever is still queued. `notices` go to
-/// stderr right after the `session:` line (at once with `--json`, whose stderr has no such
-/// line). With `prompting`, the terminal shows approval requests itself, so their progress
-/// line is left out.
+/// Prints events until told to stop, then prints whatever is still queued. An event is
+/// printed only once the session log is durable up to it (so nothing printed is ever lost to a
+/// crash); events are taken in batches, one wait for each. `notices` go to stderr right after
+/// the `session:` line (at once with `--json`, whose stderr has no such line). With
+/// `prompting`, the terminal shows approval requests itself, so their progress line is left
+/// out.
 pub fn spawn_printer(
     mode: Mode,
     mut events: mpsc::UnboundedReceiver<EventLine>,
+    log: SessionLog,
     notices: Vec<String>,
     prompting: bool,
 ) -> (oneshot::Sender<()>, JoinHandle<()>) {
@@ -40,19 +58,33 @@ pub fn spawn_printer(
                 print_notices(notices.take());
             }
         };
+        let mut batch = Vec::new();
+        let mut stopping = false;
         loop {
-            tokio::select! {
-                biased;
-                line = events.recv() => match line {
-                    Some(line) => print(&line),
-                    None => break,
-                },
-                _ = &mut stop_rx => {
-                    while let Ok(line) = events.try_recv() {
-                        print(&line);
-                    }
-                    break;
+            if !stopping {
+                tokio::select! {
+                    biased;
+                    line = events.recv() => match line {
+                        Some(line) => batch.push(line),
+                        None => stopping = true,
+                    },
+                    _ = &mut stop_rx => stopping = true,
                 }
+            }
+            while let Ok(line) = events.try_recv() {
+                batch.push(line);
+            }
+            let upto = batch.iter().map(|line| line.lsn).max().unwrap_or(0);
+            if log.durable(upto, Urgency::Soon).await.is_err() {
+                // What the log could not make durable never leaves the session.
+                let durable = log.durable_lsn();
+                batch.retain(|line| line.lsn <= durable);
+            }
+            for line in batch.drain(..) {
+                print(&line);
+            }
+            if stopping {
+                break;
             }
         }
     });

@@ -1,73 +1,68 @@
-//! The read commands: `tree`, `agents`, `sessions`, `log`, `mail`. They only read the store and
-//! the rollouts, never revive anything, and report turns in flight under a dead driver as
-//! `interrupted: process_exit`. A mail counts as unread only while the store shows it
-//! unconsumed *and* its recipient's rollout has no `mail_consumed` line for it: the store's
-//! consumed mark is committed a little after that line, and a process killed in between leaves
-//! the mark behind until the next driver deduplicates.
+//! The read commands: `tree`, `agents`, `sessions`, `log`, `mail`. They read the store and
+//! apply the session log's later lines in memory (`SessionView`), so they show everything the
+//! log holds, write nothing and never revive anything; turns in flight under a dead driver read
+//! as `interrupted: process_exit`.
 
-use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::Path;
 
-use arbor_agent_graph::{EdgeStatus, SessionTree, Store, ThreadRecord};
-use arbor_orchestrator::{Lease, reported_status};
-use arbor_protocol::{AgentPath, AgentStatus, MailId, ResponseItem, RolloutItem, ThreadId, Usage};
-use arbor_rollout::{Replay, read_rollout};
+use arbor_agent_graph::{AgentRow, EdgeStatus, SessionTree, Store, ThreadRecord};
+use arbor_orchestrator::SessionView;
+use arbor_protocol::{
+    AgentPath, AgentStatus, ResponseItem, RolloutItem, RolloutLine, ThreadId, Usage,
+};
+use arbor_rollout::read_rollout;
 use serde_json::{Value, json};
 
 use crate::args::{LogArgs, MailArgs, ReadArgs, TreeArgs, TreeFormat};
 use crate::error::CliError;
+use crate::output::out;
 
 /// One agent as the read commands show it.
-struct Row {
-    record: ThreadRecord,
+struct Row<'a> {
+    row: &'a AgentRow,
     status: AgentStatus,
-    edge: Option<EdgeStatus>,
     resident: bool,
     unread: u64,
     pending_approvals: u64,
-    usage: Usage,
 }
 
-impl Row {
+impl Row<'_> {
+    fn record(&self) -> &ThreadRecord {
+        &self.row.record
+    }
+
     fn to_json(&self) -> Value {
+        let record = self.record();
         json!({
-            "id": self.record.id,
-            "path": self.record.path,
-            "parent_id": self.record.parent_id,
-            "depth": self.record.depth,
-            "nickname": self.record.nickname,
-            "role": self.record.role,
-            "model": self.record.model,
+            "id": record.id,
+            "path": record.path,
+            "parent_id": record.parent_id,
+            "depth": record.depth,
+            "nickname": record.nickname,
+            "role": record.role,
+            "model": record.model,
             "status": self.status,
-            "edge": self.edge.map(EdgeStatus::as_str),
+            "edge": self.row.edge.map(EdgeStatus::as_str),
             "resident": self.resident,
             "unread": self.unread,
             "pending_approvals": self.pending_approvals,
-            "usage": self.usage,
+            "usage": self.row.usage,
         })
     }
 }
 
-/// A session's store and root, found by id or unique prefix.
-struct SessionView {
-    store: Store,
-    root: ThreadRecord,
-    driven: bool,
-}
-
+/// The view of a session named by id or unique prefix.
 fn open_session(home: &Path, session: &str) -> Result<SessionView, CliError> {
-    let store = open_store(home)?;
-    let root = store
-        .find_session_by_prefix(session)
-        .map_err(|err| CliError::usage(err.to_string()))?;
-    let driven = Lease::holder(home, root.id).is_some();
-    Ok(SessionView {
-        store,
-        root,
-        driven,
-    })
+    open_store(home)?;
+    let view = SessionView::open(home, session)?;
+    for notice in &view.notices {
+        eprintln!("notice: {notice}");
+    }
+    Ok(view)
 }
 
+/// The store of `home`, to read; a home without one is a usage error.
 pub fn open_store(home: &Path) -> Result<Store, CliError> {
     if !home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
         return Err(CliError::usage(format!(
@@ -75,145 +70,135 @@ pub fn open_store(home: &Path) -> Result<Store, CliError> {
             home.display()
         )));
     }
-    Ok(Store::open(home)?)
+    Ok(Store::open_read_only(home)?)
 }
 
-fn rows(view: &SessionView) -> Result<Vec<Row>, CliError> {
-    let session = view.root.session_id;
-    let threads = view.store.threads_in_session(session)?;
-    let mut unread: HashMap<ThreadId, Vec<MailId>> = HashMap::new();
-    for queued in view.store.unconsumed_in_session(session)? {
-        unread
-            .entry(queued.recipient_id)
-            .or_default()
-            .push(queued.mail.id);
-    }
-    let mut approvals: HashMap<ThreadId, u64> = HashMap::new();
-    for request in view.store.pending_approvals(session)? {
-        *approvals.entry(request.requester_id).or_default() += 1;
-    }
-    let mut rows = Vec::with_capacity(threads.len());
-    for record in threads {
-        let edge = view.store.edge(record.id)?.map(|(_, status)| status);
-        let status = reported_status(&record, view.driven);
-        let (usage, consumed) = replayed(Path::new(&record.rollout_path));
-        let unread = unread.get(&record.id).map_or(0, |ids| {
-            ids.iter().filter(|id| !consumed.contains(id)).count() as u64
-        });
-        rows.push(Row {
-            usage,
-            edge,
-            resident: view.driven && edge != Some(EdgeStatus::Closed),
-            unread,
-            pending_approvals: approvals.get(&record.id).copied().unwrap_or(0),
-            status,
-            record,
-        });
-    }
-    rows.sort_by(|a, b| {
-        (a.record.depth, a.record.path.as_str()).cmp(&(b.record.depth, b.record.path.as_str()))
-    });
-    Ok(rows)
-}
-
-/// Tokens an agent used, summed from its rollout's `usage` lines, and the mail its rollout
-/// shows consumed. An unreadable rollout counts as empty (the row still shows the store's view).
-fn replayed(rollout: &Path) -> (Usage, HashSet<MailId>) {
-    read_rollout(rollout)
-        .map(|read| {
-            let replay = Replay::from_read(&read);
-            (replay.usage, replay.consumed)
+/// Every agent of the session, root first, then by depth and path.
+fn rows(view: &SessionView) -> Vec<Row<'_>> {
+    let state = &view.state;
+    let mut rows: Vec<Row<'_>> = state
+        .threads
+        .values()
+        .map(|row| Row {
+            status: row.reported_status(view.driven),
+            resident: view.driven && row.edge != Some(EdgeStatus::Closed),
+            unread: state.unread(row.record.id).count() as u64,
+            pending_approvals: state.pending_approvals(row.record.id) as u64,
+            row,
         })
-        .unwrap_or_default()
+        .collect();
+    rows.sort_by(|a, b| {
+        (a.record().depth, a.record().path.as_str())
+            .cmp(&(b.record().depth, b.record().path.as_str()))
+    });
+    rows
 }
 
-fn total(rows: &[Row]) -> Usage {
+fn total(rows: &[Row<'_>]) -> Usage {
     rows.iter().fold(Usage::default(), |mut sum, row| {
-        sum.input_tokens += row.usage.input_tokens;
-        sum.cached_input_tokens += row.usage.cached_input_tokens;
-        sum.output_tokens += row.usage.output_tokens;
+        sum.input_tokens += row.row.usage.input_tokens;
+        sum.cached_input_tokens += row.row.usage.cached_input_tokens;
+        sum.output_tokens += row.row.usage.output_tokens;
         sum
     })
 }
 
 /// Rows reachable from the root through open edges (all edges with `all`).
-fn visible(rows: Vec<Row>, root: ThreadId, all: bool) -> Vec<Row> {
+fn visible(rows: Vec<Row<'_>>, root: ThreadId, all: bool) -> Vec<Row<'_>> {
     let mut shown: std::collections::HashSet<ThreadId> = [root].into();
-    let mut out = Vec::new();
+    let mut kept = Vec::new();
     for row in rows {
-        let parent_shown = row.record.parent_id.is_none_or(|p| shown.contains(&p));
-        let edge_ok = all || row.edge != Some(EdgeStatus::Closed);
-        if row.record.id == root || (parent_shown && edge_ok) {
-            shown.insert(row.record.id);
-            out.push(row);
+        let record = row.record();
+        let parent_shown = record.parent_id.is_none_or(|p| shown.contains(&p));
+        let edge_ok = all || row.row.edge != Some(EdgeStatus::Closed);
+        if record.id == root || (parent_shown && edge_ok) {
+            shown.insert(record.id);
+            kept.push(row);
         }
     }
-    out
+    kept
 }
 
 pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
-    let rows = rows(&view)?;
+    let rows = rows(&view);
+    let mut stdout = std::io::stdout().lock();
     if args.json {
         let list: Vec<Value> = rows.iter().map(Row::to_json).collect();
-        println!("{}", Value::Array(list));
-        return Ok(());
+        return out(writeln!(stdout, "{}", Value::Array(list)));
     }
     for row in &rows {
-        println!(
+        let record = row.record();
+        out(writeln!(
+            stdout,
             "{}  {}  {}  {}  edge={}  resident={}  unread={}  approvals={}  tokens={}",
-            row.record.path,
-            row.record.nickname.as_deref().unwrap_or("-"),
-            row.record.role,
+            record.path,
+            record.nickname.as_deref().unwrap_or("-"),
+            record.role,
             row.status,
-            row.edge.map_or("-", EdgeStatus::as_str),
+            row.row.edge.map_or("-", EdgeStatus::as_str),
             row.resident,
             row.unread,
             row.pending_approvals,
-            row.usage.input_tokens + row.usage.output_tokens
-        );
+            row.row.usage.input_tokens + row.row.usage.output_tokens
+        ))?;
     }
     let sum = total(&rows);
-    println!(
+    out(writeln!(
+        stdout,
         "tree: {} input ({} cached) and {} output tokens",
         sum.input_tokens, sum.cached_input_tokens, sum.output_tokens
-    );
-    Ok(())
+    ))
 }
 
 pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
+    print_tree(&view, args)
+}
+
+/// Prints the tree of a view as `args` asks (also what `resume` without a prompt shows).
+pub fn print_tree(view: &SessionView, args: &TreeArgs) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
     if args.json {
-        let rows = visible(rows(&view)?, view.root.id, args.all);
+        let rows = visible(rows(view), view.root.id, args.all);
         let mut tree = nest(&rows, view.root.id);
         tree["tree_usage"] = serde_json::to_value(total(&rows)).unwrap_or(Value::Null);
-        println!("{tree}");
-        return Ok(());
+        return out(writeln!(stdout, "{tree}"));
     }
-    let mut tree = SessionTree::load(&view.store, view.root.id, args.all)?;
+    let Some(mut tree) = SessionTree::from_state(&view.state, args.all) else {
+        return Err(CliError::failed(format!(
+            "session {} has no root in its log",
+            view.root.id
+        )));
+    };
     let driven = view.driven;
-    tree.adjust_records(|record| record.status = reported_status(record, driven));
+    let state = &view.state;
+    tree.adjust_records(|record| {
+        if let Some(row) = state.thread(record.id) {
+            record.status = row.reported_status(driven);
+        }
+    });
     let text = match args.format {
         TreeFormat::Text => tree.to_text(),
         TreeFormat::Dot => tree.to_dot(),
         TreeFormat::Mermaid => tree.to_mermaid(),
     };
-    print!("{text}");
+    out(write!(stdout, "{text}"))?;
     if !text.ends_with('\n') {
-        println!();
+        out(writeln!(stdout))?;
     }
     Ok(())
 }
 
-fn nest(rows: &[Row], id: ThreadId) -> Value {
-    let Some(row) = rows.iter().find(|r| r.record.id == id) else {
+fn nest(rows: &[Row<'_>], id: ThreadId) -> Value {
+    let Some(row) = rows.iter().find(|r| r.record().id == id) else {
         return Value::Null;
     };
     let mut value = row.to_json();
     let children: Vec<Value> = rows
         .iter()
-        .filter(|r| r.record.parent_id == Some(id))
-        .map(|r| nest(rows, r.record.id))
+        .filter(|r| r.record().parent_id == Some(id))
+        .map(|r| nest(rows, r.record().id))
         .collect();
     value["children"] = Value::Array(children);
     value
@@ -223,33 +208,36 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
     let store = open_store(home)?;
     let mut list = Vec::new();
     for root in store.sessions()? {
-        let driven = Lease::holder(home, root.id).is_some();
-        let agents = store.threads_in_session(root.session_id)?.len();
+        let view = SessionView::of(home, store.clone(), root.clone())?;
+        let status = view.state.root().map_or(AgentStatus::NotFound, |row| {
+            row.reported_status(view.driven)
+        });
         list.push(json!({
             "id": root.id,
             "created_at": root.created_at,
             "cwd": root.cwd,
-            "prompt": first_prompt(Path::new(&root.rollout_path)),
-            "agents": agents,
-            "status": reported_status(&root, driven),
+            "prompt": first_prompt(&home.join(&root.rollout_path)),
+            "agents": view.state.threads.len(),
+            "status": status,
         }));
     }
+    let mut stdout = std::io::stdout().lock();
     if json {
-        println!("{}", Value::Array(list));
-        return Ok(());
+        return out(writeln!(stdout, "{}", Value::Array(list)));
     }
     for s in &list {
         let prompt = s["prompt"].as_str().unwrap_or("");
         let status: AgentStatus =
             serde_json::from_value(s["status"].clone()).unwrap_or(AgentStatus::NotFound);
-        println!(
+        out(writeln!(
+            stdout,
             "{}  {}  {} agents  {}  {}",
             s["id"].as_str().unwrap_or(""),
             s["created_at"].as_str().unwrap_or(""),
             s["agents"],
             status.name(),
             arbor_protocol::text::truncate_middle(&prompt.replace('\n', " "), 80)
-        );
+        ))?;
     }
     Ok(())
 }
@@ -264,11 +252,10 @@ fn first_prompt(rollout: &Path) -> Option<String> {
     })
 }
 
-/// Finds a thread of the session by path (open agents first) or by id.
-fn find_thread(view: &SessionView, target: &str) -> Result<ThreadRecord, CliError> {
-    let threads = view.store.threads_in_session(view.root.session_id)?;
+/// Finds a thread of the session by path (the open agent first) or by id.
+fn find_thread<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, CliError> {
     if let Ok(id) = ThreadId::parse(target) {
-        return threads.into_iter().find(|t| t.id == id).ok_or_else(|| {
+        return view.state.thread(id).ok_or_else(|| {
             CliError::usage(format!(
                 "agent `{target}` not found in session {}",
                 view.root.id
@@ -278,42 +265,63 @@ fn find_thread(view: &SessionView, target: &str) -> Result<ThreadRecord, CliErro
     let path = AgentPath::root()
         .resolve(target)
         .map_err(|err| CliError::usage(format!("target `{target}`: {err}")))?;
-    let mut matches: Vec<ThreadRecord> = threads.into_iter().filter(|t| t.path == path).collect();
-    let mut open = None;
-    for (index, record) in matches.iter().enumerate() {
-        let edge = view.store.edge(record.id)?;
-        if record.parent_id.is_none() || edge.is_some_and(|(_, s)| s == EdgeStatus::Open) {
-            open = Some(index);
-        }
+    view.state.at_path(&path).ok_or_else(|| {
+        CliError::usage(format!(
+            "agent path `{path}` not found in session {}",
+            view.root.id
+        ))
+    })
+}
+
+/// Every line of an agent: its rollout, then the lines of the log its rollout does not hold
+/// yet (the projections may lag the log).
+fn lines_of(home: &Path, view: &SessionView, row: &AgentRow) -> Result<Vec<RolloutLine>, CliError> {
+    let path = home.join(&row.record.rollout_path);
+    let read = read_rollout(&path).map_err(|err| CliError::failed(err.to_string()))?;
+    for notice in &read.notices {
+        eprintln!("notice: {notice}");
     }
-    match open {
-        Some(index) => Ok(matches.swap_remove(index)),
-        None => matches.pop().ok_or_else(|| {
-            CliError::usage(format!(
-                "agent path `{path}` not found in session {}",
-                view.root.id
-            ))
-        }),
+    let mut lines: Vec<RolloutLine> = read.lines.into_iter().map(|(_, line)| line).collect();
+    let last = lines.iter().filter_map(|line| line.seq).max().unwrap_or(0);
+    if row.last_seq > last {
+        // A rollout holds a prefix of its agent's lines and at least what the store holds:
+        // the rest is after the store's position (from the start, if a rollout lost more).
+        let from = if last >= view.stored.seq {
+            view.stored.offset
+        } else {
+            0
+        };
+        let id = row.record.id;
+        let tail = arbor_rollout::log::read_log(&view.log_path, from)
+            .map_err(|err| CliError::failed(err.to_string()))?;
+        lines.extend(tail.lines.into_iter().map(|(line, _)| line).filter(|line| {
+            line.thread == Some(id)
+                && line.seq.is_some_and(|seq| seq > last)
+                && line.item.in_rollout()
+        }));
     }
+    Ok(lines)
 }
 
 pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
-    let thread = find_thread(&view, args.target.as_deref().unwrap_or("/root"))?;
-    let read = read_rollout(Path::new(&thread.rollout_path))
-        .map_err(|err| CliError::failed(err.to_string()))?;
-    for notice in &read.notices {
-        eprintln!("notice: {notice}");
-    }
-    for (_, line) in &read.lines {
+    let row = find_thread(&view, args.target.as_deref().unwrap_or("/root"))?;
+    let lines = lines_of(home, &view, row)?;
+    let mut stdout = std::io::stdout().lock();
+    for line in &lines {
         if args.json {
-            println!("{}", serde_json::to_string(line).unwrap_or_default());
+            out(writeln!(
+                stdout,
+                "{}",
+                serde_json::to_string(line).unwrap_or_default()
+            ))?;
         } else {
-            println!(
+            out(writeln!(
+                stdout,
                 "{} {}",
                 line.timestamp,
                 crate::logtext::describe(&line.item)
-            );
+            ))?;
         }
     }
     Ok(())
@@ -321,26 +329,22 @@ pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
 
 pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
-    let thread = find_thread(&view, &args.target)?;
-    let (_, consumed) = replayed(Path::new(&thread.rollout_path));
-    let mail: Vec<_> = view
-        .store
-        .unconsumed_mail(thread.id)?
-        .into_iter()
-        .filter(|m| !consumed.contains(&m.id))
-        .collect();
+    let row = find_thread(&view, &args.target)?;
+    let mail: Vec<_> = view.state.unread(row.record.id).collect();
+    let mut stdout = std::io::stdout().lock();
     if args.json {
-        println!(
+        return out(writeln!(
+            stdout,
             "{}",
             serde_json::to_string(&mail).unwrap_or_else(|_| "[]".into())
-        );
-        return Ok(());
+        ));
     }
     if mail.is_empty() {
-        eprintln!("no unread mail for {}", thread.path);
+        eprintln!("no unread mail for {}", row.record.path);
     }
     for m in &mail {
-        println!(
+        out(writeln!(
+            stdout,
             "{}  {}  {} → {}{}\n{}\n",
             m.id,
             m.kind.as_str(),
@@ -348,7 +352,7 @@ pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
             m.recipient,
             if m.trigger_turn { "  (wakes)" } else { "" },
             m.content
-        );
+        ))?;
     }
     Ok(())
 }

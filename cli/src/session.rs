@@ -102,6 +102,9 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
         crate::read::tree(&home, &tree)?;
         return Ok(0);
     };
+    // Turns the last run still owed (spawned or followed-up children that never started)
+    // are granted first, within the running cap.
+    orch.finish_owed();
     run_root(&orch, &prompt, mode_of(&args.run), false).await
 }
 
@@ -115,9 +118,6 @@ pub fn send(home: &Path, args: &SendArgs) -> Result<u8, CliError> {
         &args.message,
     )
     .map_err(external)?;
-    if let Some(notice) = &sent.notice {
-        eprintln!("notice: {notice}");
-    }
     println!("{}", sent.mail.id);
     Ok(0)
 }
@@ -142,9 +142,6 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         .await
         .map_err(|err| CliError::failed(err.to_string()))?
         .map_err(external)?;
-        if let Some(notice) = &sent.notice {
-            eprintln!("notice: {notice}");
-        }
         eprintln!(
             "handed to the process driving session {} (pid {pid})",
             root.id
@@ -162,6 +159,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     }
     let mode = mode_of(&args.run);
     let console = Console::attach(&orch, mode);
+    orch.finish_owed();
     let sent = orch
         .send_from_user(&args.target, MailKind::Followup, &args.message)
         .await;

@@ -1,4 +1,5 @@
-//! One agent: its identity (fixed at spawn), its runtime state and its rollout writer.
+//! One agent: its identity (fixed at spawn), its runtime state, and its handle on the session
+//! log (every line it records is a line of the log, projected into its rollout later).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -6,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use arbor_mailbox::Mailbox;
 use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId};
 use arbor_roles::Capabilities;
-use arbor_rollout::{RolloutError, RolloutWriter};
+use arbor_rollout::log::{LogError, SessionLog};
 use arbor_tools::LiveProcesses;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -25,7 +26,7 @@ pub struct Identity {
     pub effort: Option<String>,
     pub caps: Capabilities,
     pub cwd: PathBuf,
-    /// The rollout file: the source of truth for this agent's history.
+    /// The rollout file (written from the session log): what revival replays.
     pub rollout_path: PathBuf,
     /// Role instructions given to the model with every request.
     pub instructions: String,
@@ -85,8 +86,6 @@ pub struct AgentState {
     pub turn_token: Option<CancellationToken>,
     /// A turn is queued or running for this agent.
     pub scheduled: bool,
-    /// Ended turns whose barrier, result mail and final status are still being written.
-    pub settling: u32,
     pub closed: bool,
     /// Model-visible last final answer, kept for `completed` statuses.
     pub last_message: Option<String>,
@@ -101,17 +100,15 @@ pub struct AgentState {
 }
 
 impl AgentState {
-    /// A turn is queued, running or settling: waits, wake-once and eviction treat the agent as
-    /// busy.
+    /// A turn is queued or running: waits, wake-once and eviction treat the agent as busy.
     pub fn active(&self) -> bool {
-        self.scheduled || self.settling > 0
+        self.scheduled
     }
 }
 
-/// What only a resident agent has: its rollout writer and its task.
+/// What only a resident agent has: its task.
 #[derive(Debug)]
 struct Resident {
-    rollout: Arc<Mutex<RolloutWriter>>,
     /// Tells the agent's task to run one turn.
     go: mpsc::UnboundedSender<()>,
     /// Stops the task (eviction); a child of the agent's token.
@@ -129,18 +126,23 @@ pub struct Agent {
     resident: Mutex<Option<Resident>>,
     /// Serialises revivals and evictions of this agent.
     pub residency_lock: tokio::sync::Mutex<()>,
-    /// Serialises the turn-end barriers of this agent's rollout, and holds when the last one
-    /// started (see `turn_end`).
-    pub barriers: tokio::sync::Mutex<Option<std::time::Instant>>,
-    /// The mails this agent has sent and not yet delivered, delivered in the order sent.
-    pub outbox: Mutex<crate::outbox::Outbox>,
+    /// The session log, where everything the agent records goes.
+    log: SessionLog,
+    /// The lsn of the last line this agent recorded: its rollout holds everything once the
+    /// log's projections have come that far.
+    pub last_recorded: std::sync::atomic::AtomicU64,
     /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
 }
 
 impl Agent {
     /// A new, not yet resident agent in `status`.
-    pub fn new(identity: Identity, token: CancellationToken, status: AgentStatus) -> Arc<Self> {
+    pub fn new(
+        identity: Identity,
+        token: CancellationToken,
+        status: AgentStatus,
+        log: SessionLog,
+    ) -> Arc<Self> {
         Arc::new(Self {
             identity,
             token,
@@ -153,7 +155,6 @@ impl Agent {
                 turn_no: 0,
                 turn_token: None,
                 scheduled: false,
-                settling: 0,
                 closed: false,
                 last_message: None,
                 cancel_reason: None,
@@ -163,34 +164,30 @@ impl Agent {
             }),
             resident: Mutex::new(None),
             residency_lock: tokio::sync::Mutex::new(()),
-            barriers: tokio::sync::Mutex::new(None),
-            outbox: Mutex::default(),
+            log,
+            last_recorded: std::sync::atomic::AtomicU64::new(0),
             live: LiveProcesses::new(),
         })
     }
 
-    /// Makes the agent resident with `rollout`; returns its task's token and "run a turn"
-    /// receiver.
-    pub fn install(
-        &self,
-        rollout: RolloutWriter,
-    ) -> (CancellationToken, mpsc::UnboundedReceiver<()>) {
+    /// Makes the agent resident; returns its task's token and "run a turn" receiver.
+    pub fn install(&self) -> (CancellationToken, mpsc::UnboundedReceiver<()>) {
         let (go, go_rx) = mpsc::unbounded_channel();
         let task = self.token.child_token();
         *self.lock_resident() = Some(Resident {
-            rollout: Arc::new(Mutex::new(rollout)),
             go,
             task: task.clone(),
         });
         (task, go_rx)
     }
 
-    /// Takes the runtime away (eviction): stops the task and returns the rollout writer so the
-    /// caller can sync and drop it.
-    pub fn uninstall(&self) -> Option<Arc<Mutex<RolloutWriter>>> {
-        let resident = self.lock_resident().take()?;
+    /// Takes the runtime away (eviction): stops the task. False when it had none.
+    pub fn uninstall(&self) -> bool {
+        let Some(resident) = self.lock_resident().take() else {
+            return false;
+        };
         resident.task.cancel();
-        Some(resident.rollout)
+        true
     }
 
     /// Whether the agent has a runtime.
@@ -200,17 +197,6 @@ impl Agent {
 
     fn lock_resident(&self) -> MutexGuard<'_, Option<Resident>> {
         self.resident.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn rollout(&self) -> Result<Arc<Mutex<RolloutWriter>>, RolloutError> {
-        self.lock_resident()
-            .as_ref()
-            .map(|r| Arc::clone(&r.rollout))
-            .ok_or_else(|| RolloutError::Io {
-                path: self.identity.rollout_path.clone(),
-                op: "append",
-                source: std::io::Error::other("the agent is not resident"),
-            })
     }
 
     /// The agent's path.
@@ -233,48 +219,13 @@ impl Agent {
         self.state().status.clone()
     }
 
-    /// Appends items to the rollout (written to the OS, not yet synced).
-    pub fn record(&self, items: &[RolloutItem]) -> Result<(), RolloutError> {
-        let rollout = self.rollout()?;
-        let mut writer = rollout.lock().unwrap_or_else(PoisonError::into_inner);
-        match items {
-            [one] => writer.append(one),
-            many => writer.append_batch(many),
-        }
-    }
-
-    /// Syncs the rollout to disk on a blocking thread (a durability barrier).
-    pub async fn sync_rollout(&self) -> Result<(), RolloutError> {
-        sync_writer(self.rollout()?).await
-    }
-
-    /// The offset just after the last line of the rollout (0 when the agent is not resident).
-    pub fn rollout_end(&self) -> u64 {
-        self.with_writer(RolloutWriter::end)
-    }
-
-    /// Whether the rollout is on disk up to `end`.
-    pub fn rollout_synced_to(&self, end: u64) -> bool {
-        self.with_writer(RolloutWriter::synced_to) >= end
-    }
-
-    fn with_writer(&self, read: impl FnOnce(&RolloutWriter) -> u64) -> u64 {
-        self.lock_resident().as_ref().map_or(0, |r| {
-            read(&r.rollout.lock().unwrap_or_else(PoisonError::into_inner))
-        })
-    }
-
-    /// Bytes, lines and syncs written to this agent's rollout by its current writer.
-    pub fn rollout_stats(&self) -> arbor_rollout::WriterStats {
-        self.lock_resident()
-            .as_ref()
-            .map(|r| {
-                r.rollout
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .stats()
-            })
-            .unwrap_or_default()
+    /// Records items of this agent: lines of the session log, visible to the session at once,
+    /// durable with the log's next sync. Returns the log's lsn of the last one.
+    pub fn record(&self, items: &[RolloutItem]) -> Result<u64, LogError> {
+        let lsn = self.log.append(self.identity.id, items.iter().cloned())?;
+        self.last_recorded
+            .fetch_max(lsn, std::sync::atomic::Ordering::AcqRel);
+        Ok(lsn)
     }
 
     /// Asks the agent's task to run one turn. False when the agent is not resident.
@@ -283,28 +234,4 @@ impl Agent {
             .as_ref()
             .is_some_and(|r| r.go.send(()).is_ok())
     }
-}
-
-/// Syncs a rollout writer on a blocking thread. The writer stays free meanwhile: lines
-/// appended during the sync are simply left for the next barrier.
-pub async fn sync_writer(rollout: Arc<Mutex<RolloutWriter>>) -> Result<(), RolloutError> {
-    fn lock(rollout: &Mutex<RolloutWriter>) -> MutexGuard<'_, RolloutWriter> {
-        rollout.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-    let Some(barrier) = lock(&rollout).barrier()? else {
-        return Ok(());
-    };
-    let path = lock(&rollout).path().to_path_buf();
-    let (barrier, synced) = tokio::task::spawn_blocking(move || {
-        let synced = barrier.sync();
-        (barrier, synced)
-    })
-    .await
-    .map_err(|err| RolloutError::Io {
-        path,
-        op: "sync",
-        source: std::io::Error::other(err.to_string()),
-    })?;
-    lock(&rollout).barrier_done(&barrier, &synced);
-    synced
 }

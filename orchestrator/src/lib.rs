@@ -10,11 +10,12 @@ mod approval;
 pub mod config;
 mod events;
 mod external;
-mod journal;
+mod ingest;
 pub mod lease;
 mod lifecycle;
 mod mail;
-mod outbox;
+pub mod open;
+mod projection;
 mod registry;
 mod residency;
 mod resume;
@@ -28,10 +29,13 @@ mod turn_end;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_agent_graph::Store;
+use arbor_agent_graph::{SessionState, Store};
 use arbor_model::ModelClient;
-use arbor_protocol::{AgentPath, AgentStatus, Event, EventLine, ResponseItem, ThreadId};
+use arbor_protocol::{
+    AgentPath, AgentStatus, Event, EventLine, ResponseItem, RolloutLine, ThreadId, Timestamp,
+};
 use arbor_roles::{Capabilities, RoleSet};
+use arbor_rollout::log::{self as session_log, LogError, SessionLog, Start, Urgency};
 use tokio::sync::mpsc;
 
 use crate::agent::Agent;
@@ -41,12 +45,14 @@ pub use crate::approval::{
 pub use crate::config::RunConfig;
 pub use crate::external::{
     ExternalAnswer, ExternalError, SentExternal, answer_external, close_external,
-    interrupt_external, reported_status, send_external,
+    interrupt_external, send_external,
 };
 pub use crate::lease::{Lease, LeaseError};
 use crate::lifecycle::{NewAgent, create_agent};
+pub use crate::open::SessionView;
+use crate::projection::Projection;
 pub use crate::resume::{ResumeInfo, find_root};
-use crate::runtime::Inner;
+use crate::runtime::{Inner, Session};
 pub use arbor_tools::SandboxStatus;
 
 /// How long shutdown waits for agent tasks to persist their final state.
@@ -105,11 +111,13 @@ pub struct Orchestrator {
     lease: Lease,
     /// `session.started` has been emitted.
     announced: std::sync::atomic::AtomicBool,
+    /// The stamp of a new session's root header (its rollout's and the log's folder).
+    root_stamp: Timestamp,
 }
 
 impl Orchestrator {
-    /// Prepares a new session: opens the store, loads the roles and takes the lease. Nothing
-    /// is written to the session until [`Orchestrator::start`].
+    /// Prepares a new session: opens the store, loads the roles, takes the lease and creates
+    /// the session's log. Nothing is written to the log until [`Orchestrator::start`].
     pub async fn new(
         config: RunConfig,
         model: Arc<dyn ModelClient>,
@@ -117,9 +125,11 @@ impl Orchestrator {
         let home = config.home.clone();
         let cwd = config.cwd.clone();
         let session_id = ThreadId::new();
+        // The root's header stamp names its rollout's date folder, which holds the log too.
+        let root_stamp = Timestamp::now();
         let sandbox = config.sandbox;
         let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
-        let (store, roles, policy, lease) = tokio::task::spawn_blocking(move || {
+        let (store, roles, policy, lease, log_path) = tokio::task::spawn_blocking(move || {
             // What the kernel offers is probed once per process (it forks a probe): here, off
             // the async workers.
             arbor_tools::sandbox_status(sandbox);
@@ -130,19 +140,42 @@ impl Orchestrator {
                 protect_arbor_dir(&cwd);
             }
             let lease = Lease::acquire(&home, session_id)?;
-            Ok::<_, OrchestratorError>((store, roles, policy, lease))
+            let log_path = create_log(&home, session_id, root_stamp)?;
+            Ok::<_, OrchestratorError>((store, roles, policy, lease, log_path))
         })
         .await
         .map_err(|err| OrchestratorError::Start(err.to_string()))??;
-        let inner = Arc::new(Inner::new(config, session_id, store, model, roles, policy));
-        Ok(Self::assemble(inner, lease, None))
+        let (log, outlets) = SessionLog::start(&log_path, Start::default())
+            .map_err(|err| OrchestratorError::Start(err.to_string()))?;
+        let projection = Projection::start(
+            &config.home,
+            store.clone(),
+            SessionState::new(session_id),
+            outlets.synced,
+        )
+        .map_err(|err| OrchestratorError::Start(err.to_string()))?;
+        let session = Session {
+            id: session_id,
+            log,
+            projection,
+            store,
+        };
+        let inner = Arc::new(Inner::new(config, session, model, roles, policy));
+        let mut orch = Self::assemble(inner, lease, None, outlets.external);
+        orch.root_stamp = root_stamp;
+        Ok(orch)
     }
 
-    fn assemble(inner: Arc<Inner>, lease: Lease, root: Option<(Arc<Agent>, u64)>) -> Self {
-        approval::watch(&inner);
+    fn assemble(
+        inner: Arc<Inner>,
+        lease: Lease,
+        root: Option<Arc<Agent>>,
+        external: mpsc::UnboundedReceiver<RolloutLine>,
+    ) -> Self {
+        ingest::watch(&inner, external);
+        watch_failure(&inner);
         let cell = tokio::sync::OnceCell::new();
-        if let Some((root, journal_offset)) = root {
-            journal::watch_from(&inner, &root, journal_offset);
+        if let Some(root) = root {
             let _ = cell.set(root);
         }
         Self {
@@ -150,6 +183,7 @@ impl Orchestrator {
             root: cell,
             lease,
             announced: std::sync::atomic::AtomicBool::new(false),
+            root_stamp: Timestamp::now(),
         }
     }
 
@@ -199,8 +233,17 @@ impl Orchestrator {
 
     /// Creates the root agent (once) and gives it `prompt` as a user message, starting a turn.
     pub async fn start(&self, prompt: &str) -> Result<(), OrchestratorError> {
-        self.announce();
+        let created = self.root.get().is_none();
         let root = self.root().await?;
+        self.announce();
+        if created {
+            self.inner.events.emit(Event::AgentSpawned {
+                path: AgentPath::root(),
+                nickname: None,
+                role: root.identity.role.clone(),
+                parent: None,
+            });
+        }
         root.state().pending_input.push(ResponseItem::Message {
             role: "user".to_string(),
             content: prompt.to_string(),
@@ -215,7 +258,7 @@ impl Orchestrator {
                 let inner = &self.inner;
                 let role = inner.roles.get(arbor_roles::DEFAULT_ROLE)?;
                 let caps = Capabilities::root(inner.config.sandbox, inner.config.approval_policy);
-                create_agent(
+                let root = create_agent(
                     inner,
                     NewAgent {
                         id: inner.session_id,
@@ -228,11 +271,25 @@ impl Orchestrator {
                         nickname: None,
                         cwd: inner.config.cwd.clone(),
                         internal: false,
+                        stamp: Some(self.root_stamp),
                     },
                 )
                 .await
-                .map_err(OrchestratorError::Start)
-                .inspect(|root| journal::watch(inner, root))
+                .map_err(OrchestratorError::Start)?;
+                // The session is known to every other process (its root in the store) before
+                // anything is announced: one sync, once per session.
+                let upto = inner.log.appended();
+                inner
+                    .log
+                    .durable(upto, Urgency::Now)
+                    .await
+                    .map_err(|err| OrchestratorError::Start(err.to_string()))?;
+                inner
+                    .projection
+                    .projected(upto)
+                    .await
+                    .map_err(OrchestratorError::Start)?;
+                Ok(root)
             })
             .await
     }
@@ -297,7 +354,7 @@ impl Orchestrator {
     }
 
     /// Mail from the user (author `/root`, from outside the tree) to `target`, a path or a
-    /// thread id: journaled, committed, then delivered; a follow-up wakes (and revives) it.
+    /// thread id: a line of the log, then delivered; a follow-up wakes (and revives) it.
     pub async fn send_from_user(
         &self,
         target: &str,
@@ -307,7 +364,7 @@ impl Orchestrator {
         self.announce();
         let root = self.root.get().ok_or("the session has no root yet")?;
         let recipient = tools::resolve_target(&self.inner, root, target)?;
-        mail::send_from_user(&self.inner, root, &recipient, kind, content).await
+        mail::send_from_user(&self.inner, &recipient, kind, content)
     }
 
     /// Tokens the tree used in this run, and the agents a spent budget kept from a new turn.
@@ -340,7 +397,7 @@ impl Orchestrator {
     }
 
     /// Shuts the session down: cancel, close the task tracker, wait for every task with a
-    /// grace period, then let the store finish its queued writes.
+    /// grace period, then write and sync the log, and let the projections finish.
     pub async fn shutdown(&self, reason: &str) {
         self.inner.stop(reason);
         self.inner.tracker.close();
@@ -353,33 +410,121 @@ impl Orchestrator {
                 "agent tasks did not stop in time"
             );
         }
-        let store = self.inner.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.close()).await;
+        let (log, projection, store) = (
+            self.inner.log.clone(),
+            Arc::clone(&self.inner.projection),
+            self.inner.store.clone(),
+        );
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Err(err) = log.close() {
+                tracing::error!(error = %err, "the session log did not close cleanly");
+            }
+            projection.join();
+            store.close();
+        })
+        .await;
+    }
+
+    /// Waits until everything appended so far is on disk and written to the rollouts and the
+    /// store (for callers that read those files while the session runs).
+    pub async fn flush(&self) -> Result<(), String> {
+        let upto = self.inner.log.appended();
+        self.inner
+            .log
+            .durable(upto, Urgency::Now)
+            .await
+            .map_err(|err| err.to_string())?;
+        self.inner.projection.projected(upto).await
+    }
+
+    /// Like [`Self::flush`], blocking the calling thread (never call it on a runtime worker
+    /// the session's agents need).
+    pub fn flush_blocking(&self) -> Result<(), String> {
+        let upto = self.inner.log.appended();
+        self.inner
+            .log
+            .wait_durable(upto, Urgency::Now)
+            .map_err(|err| err.to_string())?;
+        self.inner.projection.wait_projected(upto)
+    }
+
+    /// Waits until everything the session appended up to `lsn` is on disk: what prints an
+    /// event waits for the event's `lsn` with [`Urgency::Soon`].
+    pub async fn durable(&self, lsn: u64, urgency: Urgency) -> Result<(), LogError> {
+        self.inner.log.durable(lsn, urgency).await
+    }
+
+    /// The session log, for waiting on durability outside the runtime.
+    pub fn log(&self) -> &SessionLog {
+        &self.inner.log
+    }
+
+    /// Why the session could not go on writing, if it could not: the log (or its projections)
+    /// failed, naming the file and the system's reason.
+    pub fn failure(&self) -> Option<String> {
+        if let Some(err) = self.inner.log.failure() {
+            return Some(err.to_string());
+        }
+        self.inner.projection.failure()
+    }
+
+    /// Lines appended to the session log by this process, and the syncs they took.
+    pub fn log_totals(&self) -> LogTotals {
+        LogTotals {
+            lines: self.inner.log.appended(),
+            syncs: self.inner.log.syncs(),
+        }
     }
 }
 
-/// What this process wrote to the rollouts of the session so far.
+/// What this process wrote to the session's log so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RolloutTotals {
+pub struct LogTotals {
+    /// Lines appended.
     pub lines: u64,
-    pub bytes: u64,
+    /// Syncs of the log.
     pub syncs: u64,
 }
 
-impl Orchestrator {
-    /// Lines, bytes and syncs written to every rollout of the session by this process.
-    pub fn rollout_totals(&self) -> RolloutTotals {
-        self.inner
-            .registry
-            .all()
-            .iter()
-            .map(|agent| agent.rollout_stats())
-            .fold(RolloutTotals::default(), |total, stats| RolloutTotals {
-                lines: total.lines + stats.lines_written,
-                bytes: total.bytes + stats.bytes_written,
-                syncs: total.syncs + stats.syncs,
-            })
-    }
+/// Stops the session when its log fails (a full disk, an I/O error): no new turn starts, the
+/// running ones are interrupted, and nothing after the last durable line is acknowledged.
+fn watch_failure(inner: &Arc<Inner>) {
+    let watcher = Arc::clone(inner);
+    let token = inner.root_token.clone();
+    inner.tracker.spawn(async move {
+        tokio::select! {
+            () = token.cancelled() => {}
+            err = watcher.log.failed() => {
+                tracing::error!(error = %err, "the session stops");
+                watcher.stop("session_log_failed");
+            }
+        }
+    });
+}
+
+/// Creates the log of a new session in today's folder of the sessions tree, with the folders
+/// above it, and syncs the folder so the file survives: the one folder sync of a session.
+fn create_log(
+    home: &std::path::Path,
+    session: ThreadId,
+    stamp: Timestamp,
+) -> Result<std::path::PathBuf, OrchestratorError> {
+    let root_rollout = arbor_rollout::rollout_path(home, stamp, session);
+    let path = session_log::log_path(&root_rollout, session);
+    let fail = |what: &str, err: std::io::Error| {
+        OrchestratorError::Start(format!("cannot create {what} {}: {err}", path.display()))
+    };
+    let dir = path.parent().unwrap_or(home);
+    std::fs::create_dir_all(dir).map_err(|err| fail("the folder of", err))?;
+    std::fs::OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&path)
+        .map_err(|err| fail("the session log", err))?;
+    std::fs::File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|err| fail("the folder of", err))?;
+    Ok(path)
 }
 
 /// Makes sure `<workspace>/.arbor` exists, so the sandbox keeps it (and the workspace rules and

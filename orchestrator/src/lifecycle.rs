@@ -1,15 +1,15 @@
-//! Creating agents: identity, rollout header (synced), thread row and open edge (committed),
-//! registration, task, and the `agent.spawned` event — in that order.
+//! Creating agents: identity, the `session_meta` line in the log (its rollout and its rows
+//! follow from it), registration, task, and the `agent.spawned` event — in that order.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arbor_agent_graph::{EdgeStatus, ThreadRecord};
 use arbor_protocol::{
-    AgentPath, AgentStatus, Event, ROLLOUT_FORMAT_VERSION, SessionMeta, ThreadId, Timestamp,
+    AgentPath, AgentStatus, Event, ROLLOUT_FORMAT_VERSION, RolloutItem, SessionMeta, ThreadId,
+    Timestamp,
 };
 use arbor_roles::{Capabilities, Role};
-use arbor_rollout::RolloutWriter;
+use arbor_rollout::rollout_path;
 
 use crate::agent::{Agent, Identity};
 use crate::residency::{counts_for_residency, make_room};
@@ -29,6 +29,8 @@ pub struct NewAgent<'a> {
     pub nickname: Option<String>,
     pub cwd: PathBuf,
     pub internal: bool,
+    /// The header's stamp (a new session's root has one chosen with its log); now otherwise.
+    pub stamp: Option<Timestamp>,
 }
 
 /// Creates, persists, registers and starts an agent. Its status is `pending_init`.
@@ -52,25 +54,9 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         cwd: new.cwd.display().to_string(),
         format_version: ROLLOUT_FORMAT_VERSION,
     };
-    let home = inner.config.home.clone();
-    let header = meta.clone();
-    let writer = tokio::task::spawn_blocking(move || RolloutWriter::create(&home, &header))
-        .await
-        .map_err(|err| format!("could not create the agent: {err}"))?
-        .map_err(|err| format!("could not create the agent: {err}"))?;
-    let record =
-        ThreadRecord::from_meta(&meta, writer.path().display().to_string(), Timestamp::now());
-    let thread = inner.store.upsert_thread(record);
-    let edge = new
-        .parent
-        .map(|parent| inner.store.upsert_edge(parent.id(), id, EdgeStatus::Open));
-    thread
-        .await
-        .map_err(|err| format!("could not record the agent: {err}"))?;
-    if let Some(edge) = edge {
-        edge.await
-            .map_err(|err| format!("could not record the agent: {err}"))?;
-    }
+    // The header's stamp names the rollout file, so the path is known before it exists.
+    let stamp = new.stamp.unwrap_or_else(Timestamp::now);
+    let rollout = rollout_path(&inner.config.home, stamp, id);
     let token = match new.parent {
         Some(parent) => parent.token.child_token(),
         None => inner.root_token.child_token(),
@@ -86,27 +72,37 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         effort: new.effort,
         caps: new.caps,
         cwd: new.cwd,
-        rollout_path: writer.path().to_path_buf(),
+        rollout_path: rollout,
         instructions: instructions_for(new.role),
         internal: new.internal,
     };
-    let agent = Agent::new(identity, token, AgentStatus::PendingInit);
+    let agent = Agent::new(identity, token, AgentStatus::PendingInit, inner.log.clone());
     if !inner.registry.insert(Arc::clone(&agent)) {
         return Err(format!("agent path `{}` already exists", new.path));
+    }
+    if let Err(err) = inner
+        .log
+        .append_at(id, stamp, [RolloutItem::SessionMeta(meta)])
+    {
+        inner.registry.remove(&agent);
+        return Err(format!("could not create the agent: {err}"));
     }
     if counts_for_residency(&agent) {
         make_room(inner, &agent).await;
     }
-    let (task, go) = agent.install(writer);
+    let (task, go) = agent.install();
     inner
         .tracker
         .spawn(agent_task(Arc::clone(inner), Arc::clone(&agent), go, task));
-    inner.events.emit(Event::AgentSpawned {
-        path: new.path,
-        nickname: new.nickname,
-        role: new.role.name.clone(),
-        parent: new.parent.map(|p| p.path().clone()),
-    });
+    // The root's is emitted after `session.started`, once the session is known to all.
+    if new.parent.is_some() {
+        inner.events.emit(Event::AgentSpawned {
+            path: new.path,
+            nickname: new.nickname,
+            role: new.role.name.clone(),
+            parent: new.parent.map(|p| p.path().clone()),
+        });
+    }
     Ok(agent)
 }
 

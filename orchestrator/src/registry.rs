@@ -54,6 +54,17 @@ impl Registry {
             .remove_if(agent.path(), |_, id| *id == agent.id());
     }
 
+    /// Forgets an agent that was never started (its creation failed).
+    pub fn remove(&self, agent: &Agent) {
+        self.release_path(agent);
+        if let Some(parent) = agent.identity.parent
+            && let Some(mut siblings) = self.children.get_mut(&parent)
+        {
+            siblings.retain(|id| *id != agent.id());
+        }
+        self.by_id.remove(&agent.id());
+    }
+
     /// The direct children of an agent, in spawn order.
     pub fn children(&self, parent: ThreadId) -> Vec<Arc<Agent>> {
         let ids = self

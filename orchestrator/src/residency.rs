@@ -1,14 +1,18 @@
 //! Residency: at most `max_resident` loaded child runtimes. The least recently used idle child
-//! is evicted (rollout synced, task stopped, runtime dropped; identity, status and mailbox
-//! kept) when a slot is needed, and an evicted agent is revived from its rollout when a turn is
-//! granted to it. The root and internal agents never count and are never evicted.
+//! is evicted (task stopped, history dropped; identity, status and mailbox kept) when a slot
+//! is needed, and an evicted agent is revived from its rollout when a turn is granted to it,
+//! once the log's projections have written everything it recorded. The root and internal
+//! agents never count and are never evicted.
 
 use std::sync::Arc;
 
-use arbor_protocol::{AbortKind, AgentStatus, Event, RolloutItem, TurnAborted};
-use arbor_rollout::{PROCESS_EXIT, Replay, RolloutWriter, cut_call_outputs, read_rollout};
+use std::sync::atomic::Ordering;
 
-use crate::agent::{Agent, TurnSpan, sync_writer};
+use arbor_protocol::{AbortKind, AgentStatus, Event, RolloutItem, TurnAborted};
+use arbor_rollout::log::Urgency;
+use arbor_rollout::{PROCESS_EXIT, Replay, cut_call_outputs, read_rollout};
+
+use crate::agent::{Agent, TurnSpan};
 use crate::runtime::Inner;
 use crate::turn::agent_task;
 
@@ -32,20 +36,31 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
     if counts_for_residency(agent) {
         make_room(inner, agent).await;
     }
+    // Everything the agent recorded is in its rollout once it is synced and projected.
+    let recorded = agent.last_recorded.load(Ordering::Acquire);
+    let caught_up = async {
+        inner
+            .log
+            .durable(recorded, Urgency::Now)
+            .await
+            .map_err(|err| err.to_string())?;
+        inner.projection.projected(recorded).await
+    };
+    if let Err(err) = caught_up.await {
+        inner.forget_resident(agent);
+        return Err(format!("revival of {} failed: {err}", agent.path()));
+    }
     let path = agent.identity.rollout_path.clone();
-    let store = inner.store.clone();
     let loaded = tokio::task::spawn_blocking(move || {
-        let reopened = RolloutWriter::open_append(&path)?;
         let read = read_rollout(&path)?;
-        let decided = crate::approval::undecided_lines(&store, &read);
         // The replay too: it is the CPU half of a revival, and the session's agents share
         // one worker thread.
         let replay = Replay::from_read(&read);
-        Ok::<_, arbor_rollout::RolloutError>((reopened, read.notices, decided, replay))
+        Ok::<_, arbor_rollout::RolloutError>((read.notices, replay))
     })
     .await
     .map_err(|err| format!("revival of {} failed: {err}", agent.path()));
-    let (reopened, notices, decided, mut replay) = match loaded {
+    let (notices, mut replay) = match loaded {
         Ok(Ok(loaded)) => loaded,
         Ok(Err(err)) => {
             inner.forget_resident(agent);
@@ -56,22 +71,8 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
             return Err(err);
         }
     };
-    for notice in notices.iter().chain(
-        reopened
-            .repair
-            .iter()
-            .map(|r| r.to_string())
-            .collect::<Vec<_>>()
-            .iter(),
-    ) {
+    for notice in &notices {
         tracing::warn!(path = %agent.path(), "{notice}");
-    }
-    let mut writer = reopened.writer;
-    // Approval requests answered by another process since this rollout was last written.
-    if !decided.is_empty() {
-        writer
-            .append_batch(&decided)
-            .map_err(|err| format!("revival of {} failed: {err}", agent.path()))?;
     }
     // A turn the previous process died in is closed out now, so history stays well formed.
     if let Some(turn) = replay.in_flight() {
@@ -84,11 +85,11 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
             kind: AbortKind::Interrupted,
             reason: PROCESS_EXIT.to_string(),
         }));
-        writer
-            .append_batch(&lines)
+        agent
+            .record(&lines)
             .map_err(|err| format!("revival of {} failed: {err}", agent.path()))?;
     }
-    let consumed_again = {
+    {
         let mut state = agent.state();
         state.history = replay.history.into();
         state.turns = replay
@@ -104,12 +105,10 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
             state.last_message = replay.last_message.clone();
         }
         state.usage = replay.usage;
-        state.mailbox.remove_ids(&replay.consumed)
-    };
-    for id in consumed_again {
-        drop(inner.store.mark_mail_consumed(id));
+        // Mail the rollout shows consumed is never delivered again.
+        state.mailbox.remove_ids(&replay.consumed);
     }
-    let (task, go) = agent.install(writer);
+    let (task, go) = agent.install();
     inner
         .tracker
         .spawn(agent_task(Arc::clone(inner), Arc::clone(agent), go, task));
@@ -154,40 +153,35 @@ pub fn evictable(inner: &Inner, agent: &Agent) -> bool {
     if !counts_for_residency(agent) || !agent.is_resident() || agent.live.count() > 0 {
         return false;
     }
-    let (scheduled, running, settling, status) = {
+    let (scheduled, running, status) = {
         let state = agent.state();
         (
             state.scheduled,
             state.turn_token.is_some(),
-            state.settling > 0,
             state.status.clone(),
         )
     };
     !running
-        && !settling
         && status != AgentStatus::AwaitingApproval
         && (!scheduled || inner.is_queued(agent.id()))
 }
 
-/// Evicts an agent: sync its rollout, stop its task, drop its runtime. False when it could
-/// not be evicted after all.
+/// Evicts an agent: stop its task, drop its history (its rollout will hold it). False when it
+/// could not be evicted after all.
 pub async fn evict(inner: &Arc<Inner>, agent: &Arc<Agent>) -> bool {
     let _guard = agent.residency_lock.lock().await;
     if !evictable(inner, agent) {
         return false;
     }
-    let Some(rollout) = agent.uninstall() else {
+    if !agent.uninstall() {
         return false;
-    };
+    }
     {
         let mut state = agent.state();
         state.history = Default::default();
         state.turns = Vec::new();
     }
     inner.forget_resident(agent);
-    if let Err(err) = sync_writer(rollout).await {
-        tracing::error!(path = %agent.path(), error = %err, "rollout sync before eviction failed");
-    }
     inner.events.emit(Event::AgentEvicted {
         path: agent.path().clone(),
     });

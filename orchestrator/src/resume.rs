@@ -1,20 +1,24 @@
-//! Whole-tree resume: register every agent reachable through open edges from the store, with
-//! its status read from its rollout's tail and its unread mail from the store — no runtime and
-//! no model call. Agents are revived lazily when a turn is granted to them.
+//! Whole-tree resume: take the session's lease, bring the store and the rollouts up to the
+//! log (open = reconcile), then register every agent reachable through open edges with its
+//! status, unread mail and pending approvals — no runtime and no model call. Agents are
+//! revived lazily when a turn is granted to them; [`Orchestrator::finish_owed`] grants the
+//! turns the last run still owed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arbor_agent_graph::{EdgeStatus, Store, ThreadRecord};
+use arbor_agent_graph::{EdgeStatus, SessionState, Store, ThreadRecord};
 use arbor_model::ModelClient;
 use arbor_protocol::{AgentStatus, SandboxMode, ThreadId};
 use arbor_roles::{Capabilities, RoleSet};
-use arbor_rollout::{JournalEntry, journal_path, read_journal, tail_status};
+use arbor_rollout::log::SessionLog;
 
 use crate::agent::{Agent, Identity};
 use crate::lifecycle::instructions_for;
-use crate::runtime::Inner;
+use crate::open::{Reconciled, log_path_of, reconcile};
+use crate::projection::Projection;
+use crate::runtime::{Inner, Session};
 use crate::{Lease, Orchestrator, OrchestratorError, RunConfig};
 
 /// What a resume found.
@@ -46,16 +50,10 @@ struct Loaded {
     store: Store,
     roles: RoleSet,
     policy: arbor_tools::Policy,
-    /// Approval requests still pending from the last run.
-    pending_approvals: Vec<arbor_agent_graph::ApprovalRecord>,
     lease: Lease,
     root: ThreadRecord,
-    /// Journal entries before this offset are already reflected in the store.
-    journal_offset: u64,
-    /// Lines of the journal that are not entries, skipped.
-    journal_notices: Vec<String>,
-    threads: Vec<(ThreadRecord, AgentStatus)>,
-    mail: HashMap<ThreadId, Vec<arbor_protocol::Mail>>,
+    log_path: PathBuf,
+    reconciled: Reconciled,
 }
 
 fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, OrchestratorError> {
@@ -72,94 +70,23 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     // Probe the kernel's sandbox support here, off the async workers (once per process).
     arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
     let lease = Lease::acquire(&home, root.id)?;
-    let pending_approvals = store.pending_approvals(root.id)?;
-    let (journal_offset, journal_notices) = store_journaled_mail(
-        &store,
-        root.id,
-        &journal_path(std::path::Path::new(&root.rollout_path), root.id),
-    )?;
-    let mut open: Vec<ThreadId> = vec![root.id];
-    open.extend(store.descendants(root.id, Some(EdgeStatus::Open))?);
-    let mut by_id: HashMap<ThreadId, ThreadRecord> = store
-        .threads_in_session(root.id)?
-        .into_iter()
-        .map(|t| (t.id, t))
-        .collect();
-    let mut threads = Vec::with_capacity(open.len());
-    for id in open {
-        let Some(record) = by_id.remove(&id) else {
-            continue;
-        };
-        let status = tail_status(std::path::Path::new(&record.rollout_path)).map_err(|err| {
-            OrchestratorError::Start(format!("cannot read the rollout of {}: {err}", record.path))
-        })?;
-        threads.push((record, status));
-    }
-    let mut mail: HashMap<ThreadId, Vec<arbor_protocol::Mail>> = HashMap::new();
-    for queued in store.unconsumed_in_session(root.id)? {
-        mail.entry(queued.recipient_id)
-            .or_default()
-            .push(queued.mail);
-    }
+    let log_path = log_path_of(&home, &root);
+    let reconciled = reconcile(&home, &store, root.id, &log_path)?;
     Ok(Loaded {
         store,
         roles,
         policy,
-        pending_approvals,
         lease,
         root,
-        journal_offset,
-        journal_notices,
-        threads,
-        mail,
+        log_path,
+        reconciled,
     })
 }
 
-/// Stores the mail of the session's journal that the store lacks: a sending process that died
-/// (or whose store write failed) after journaling its mail. A mail id is stored once, so mail
-/// already there is untouched, consumed or not. Returns the offset the live watch starts from,
-/// and a notice for each line skipped.
-fn store_journaled_mail(
-    store: &Store,
-    session: ThreadId,
-    journal: &std::path::Path,
-) -> Result<(u64, Vec<String>), OrchestratorError> {
-    let read = read_journal(journal, 0).map_err(|err| {
-        OrchestratorError::Start(format!("cannot read the session journal: {err}"))
-    })?;
-    let mails: Vec<(ThreadId, arbor_protocol::Mail)> = read
-        .entries
-        .into_iter()
-        .filter_map(|(entry, _)| match entry {
-            JournalEntry::Mail { recipient_id, mail } => Some((recipient_id, mail)),
-            JournalEntry::Close { .. } | JournalEntry::Interrupt { .. } => None,
-        })
-        .collect();
-    let ids: Vec<_> = mails.iter().map(|(_, mail)| mail.id).collect();
-    let unknown: HashSet<_> = store.unknown_mail(&ids)?.into_iter().collect();
-    // All handed to the writer before any is waited on: one commit for them all, each in its
-    // own savepoint, so one that fails does not hold back the others.
-    let tickets: Vec<_> = mails
-        .iter()
-        .filter(|(_, mail)| unknown.contains(&mail.id))
-        .map(|(recipient_id, mail)| {
-            let ticket = store.enqueue_mail_shared(session, *recipient_id, mail);
-            (mail.id, ticket)
-        })
-        .collect();
-    for (id, ticket) in tickets {
-        if let Err(err) = ticket.wait() {
-            // Left in the journal for `arbor doctor --rebuild`; the session still resumes.
-            tracing::warn!(mail = %id, error = %err, "journaled mail not stored");
-        }
-    }
-    Ok((read.next, read.notices))
-}
-
 impl Orchestrator {
-    /// Resumes a stopped session: takes its lease and registers its open tree without loading
-    /// any runtime or calling the model. `session` is the root id, a unique prefix of it, or
-    /// `--last` handled by the caller.
+    /// Resumes a stopped session: takes its lease, brings it up to its log and registers its
+    /// open tree without loading any runtime or calling the model. `session` is the root id, a
+    /// unique prefix of it, or `--last` handled by the caller.
     pub async fn resume(
         mut config: RunConfig,
         model: Arc<dyn ModelClient>,
@@ -171,42 +98,53 @@ impl Orchestrator {
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
         config.cwd = PathBuf::from(&loaded.root.cwd);
         let took_over_from = loaded.lease.took_over_from;
+        let Reconciled {
+            state,
+            start,
+            mut notices,
+        } = loaded.reconciled;
+        let (log, outlets) = SessionLog::start(&loaded.log_path, start)
+            .map_err(|err| OrchestratorError::Start(err.to_string()))?;
+        let projection = Projection::start(
+            &config.home,
+            loaded.store.clone(),
+            state.clone(),
+            outlets.synced,
+        )
+        .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         let inner = Arc::new(Inner::new(
             config,
-            loaded.root.id,
-            loaded.store,
+            Session {
+                id: loaded.root.id,
+                log,
+                projection,
+                store: loaded.store,
+            },
             model,
             loaded.roles,
             loaded.policy,
         ));
-        let mut notices = loaded.journal_notices;
         if let Some(pid) = took_over_from {
             notices.push(format!(
                 "took over the lease of process {pid}, which is gone"
             ));
         }
-        let mut mail = loaded.mail;
-        let mut registered: HashMap<ThreadId, Arc<Agent>> = HashMap::new();
-        for (record, status) in loaded.threads {
-            let parent = record.parent_id.and_then(|id| registered.get(&id).cloned());
-            if record.parent_id.is_some() && parent.is_none() {
-                continue;
-            }
-            let agent = register(&inner, &record, status, parent.as_ref(), &mut notices);
-            if let Some(mails) = mail.remove(&record.id) {
-                agent.state().mailbox.restore(mails);
-            }
-            registered.insert(record.id, agent);
-        }
+        let registered = register_tree(&inner, &state, &mut notices);
         let root = registered
             .get(&loaded.root.id)
             .cloned()
             .ok_or_else(|| OrchestratorError::Start("the session's root is missing".into()))?;
-        if !loaded.pending_approvals.is_empty() {
+        let pending: Vec<_> = state
+            .approvals
+            .iter()
+            .filter(|a| a.outcome == arbor_agent_graph::ApprovalOutcome::Pending)
+            .cloned()
+            .collect();
+        if !pending.is_empty() {
             notices.push(format!(
                 "{} approval request(s) still pending from the last run: `arbor approve` lets \
                  the identical retry through once",
-                loaded.pending_approvals.len()
+                pending.len()
             ));
         }
         let info = ResumeInfo {
@@ -214,13 +152,63 @@ impl Orchestrator {
             took_over_from,
             notices,
         };
-        crate::approval::restore_orphans(&inner, loaded.pending_approvals);
-        let orch = Orchestrator::assemble(inner, loaded.lease, Some((root, loaded.journal_offset)));
+        crate::approval::restore(&inner, &state, pending);
+        let orch = Orchestrator::assemble(inner, loaded.lease, Some(root), outlets.external);
         Ok((orch, info))
+    }
+
+    /// Grants every turn the last run still owed: agents holding unconsumed mail that asks for
+    /// a turn (a spawn's task, a follow-up) are started, within the running cap, and idle
+    /// parents owed a wake-once get it (the root only when a process drives it).
+    pub fn finish_owed(&self) {
+        let inner = &self.inner;
+        for agent in inner.registry.all() {
+            let owed = {
+                let state = agent.state();
+                !state.closed && state.mailbox.pending().any(|mail| mail.trigger_turn)
+            };
+            if owed && !agent.identity.internal {
+                inner.request_turn(&agent);
+            }
+        }
+        for agent in inner.registry.all() {
+            crate::turn_end::maybe_wake_once(inner, &agent);
+        }
     }
 }
 
-/// Registers one stored agent (not resident), persisting a status its rollout corrects.
+/// Registers the agents reachable from the root through open edges, parents first.
+fn register_tree(
+    inner: &Arc<Inner>,
+    state: &SessionState,
+    notices: &mut Vec<String>,
+) -> HashMap<ThreadId, Arc<Agent>> {
+    let mut registered: HashMap<ThreadId, Arc<Agent>> = HashMap::new();
+    let mut rows: Vec<_> = state.threads.values().collect();
+    rows.sort_by_key(|row| (row.record.depth, row.record.id));
+    for row in rows {
+        let parent = match row.record.parent_id {
+            None => None,
+            Some(id) => match registered.get(&id) {
+                Some(parent) => Some(Arc::clone(parent)),
+                None => continue,
+            },
+        };
+        if row.edge == Some(EdgeStatus::Closed) {
+            continue;
+        }
+        let status = row.reported_status(false);
+        let agent = register(inner, &row.record, status, parent.as_ref(), notices);
+        agent
+            .state()
+            .mailbox
+            .restore(state.unread(row.record.id).cloned());
+        registered.insert(row.record.id, agent);
+    }
+    registered
+}
+
+/// Registers one stored agent (not resident), recording a status the last run left active.
 fn register(
     inner: &Arc<Inner>,
     record: &ThreadRecord,
@@ -260,7 +248,7 @@ fn register(
         effort: record.effort.clone(),
         caps,
         cwd: PathBuf::from(&record.cwd),
-        rollout_path: PathBuf::from(&record.rollout_path),
+        rollout_path: inner.config.home.join(&record.rollout_path),
         instructions: instructions_for(&role),
         internal: record.role == arbor_roles::GUARDIAN_ROLE,
     };
@@ -271,7 +259,7 @@ fn register(
     if status != record.status {
         inner.persist_status_id(record.id, &status);
     }
-    let agent = Agent::new(identity, token, status.clone());
+    let agent = Agent::new(identity, token, status.clone(), inner.log.clone());
     if let AgentStatus::Completed(message) = status {
         agent.state().last_message = message;
     }

@@ -1,5 +1,5 @@
-//! Shared runtime state (`Inner`): configuration, the store, the model, the registry, events,
-//! usage and residency (the turn scheduler is in `scheduler`).
+//! Shared runtime state (`Inner`): configuration, the session log and its projections, the
+//! model, the registry, events, usage and residency (the turn scheduler is in `scheduler`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arbor_agent_graph::Store;
 use arbor_model::ModelClient;
-use arbor_protocol::{AgentStatus, Event, ThreadId};
+use arbor_protocol::{AgentStatus, Event, RolloutItem, StatusChanged, ThreadId};
 use arbor_roles::{NicknamePool, Role, RoleSet};
+use arbor_rollout::log::SessionLog;
 use arbor_tools::Policy;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -18,12 +19,17 @@ use crate::agent::Agent;
 use crate::approval::Approvals;
 use crate::config::RunConfig;
 use crate::events::EventBus;
+use crate::projection::Projection;
 use crate::registry::Registry;
 
 /// Everything the agents of one session share.
 pub struct Inner {
     pub config: RunConfig,
     pub session_id: ThreadId,
+    /// The session log: every fact of the session is appended here.
+    pub log: SessionLog,
+    /// The rollouts and the store, written from the log's synced lines.
+    pub projection: Arc<Projection>,
     pub store: Store,
     pub model: Arc<dyn ModelClient>,
     pub roles: RoleSet,
@@ -43,12 +49,8 @@ pub struct Inner {
     /// The session's token: every agent's token descends from it.
     pub root_token: CancellationToken,
     pub tracker: TaskTracker,
-    /// Agents sending mail, and the steps agents take: a sender alone commits its mail on its
-    /// own thread.
-    pub(crate) senders: crate::mail::Senders,
-    /// Every mail id this process has put into a mailbox: the journal watcher skips them, so
-    /// mail this process sent itself is never delivered twice.
-    delivered: Mutex<std::collections::HashSet<arbor_protocol::MailId>>,
+    /// Lines of other processes applied by the ingest task so far.
+    pub(crate) ingested: watch::Sender<u64>,
     /// Tokens used by the tree in this run, and the agents a spent budget kept from starting.
     usage: Mutex<(arbor_protocol::Usage, Vec<arbor_protocol::AgentPath>)>,
     /// Tool specs by tool list: built once, shared by every request.
@@ -74,8 +76,7 @@ impl Inner {
     /// Assembles the shared state of a session.
     pub fn new(
         config: RunConfig,
-        session_id: ThreadId,
-        store: Store,
+        session: Session,
         model: Arc<dyn ModelClient>,
         roles: RoleSet,
         policy: Policy,
@@ -84,12 +85,14 @@ impl Inner {
         Self {
             approvals,
             config,
-            session_id,
-            store,
+            session_id: session.id,
+            events: EventBus::new(session.log.clone()),
+            log: session.log,
+            projection: session.projection,
+            store: session.store,
             model,
             roles,
             registry: Registry::default(),
-            events: EventBus::default(),
             changed: watch::Sender::new(0),
             sched: Mutex::new(crate::scheduler::Scheduler::default()),
             busy: AtomicUsize::new(0),
@@ -101,10 +104,21 @@ impl Inner {
             accepting: std::sync::atomic::AtomicBool::new(true),
             resident: Mutex::new(lru::LruCache::unbounded()),
             tool_specs: Mutex::new(HashMap::new()),
-            senders: crate::mail::Senders::default(),
-            delivered: Mutex::new(std::collections::HashSet::new()),
+            ingested: watch::Sender::new(0),
             usage: Mutex::new((arbor_protocol::Usage::default(), Vec::new())),
         }
+    }
+
+    /// Applies every line other processes have appended to the log up to now before going on
+    /// (an answer given with `arbor approve` counts for the request this process opens next).
+    pub async fn catch_up(&self) -> Result<(), String> {
+        let sent = self.log.catch_up().await.map_err(|err| err.to_string())?;
+        let mut ingested = self.ingested.subscribe();
+        ingested
+            .wait_for(|applied| *applied >= sent)
+            .await
+            .map(|_| ())
+            .map_err(|_| "the session stopped".to_string())
     }
 
     /// Draws a nickname for a new agent of `role` (the role's own candidates if it has them).
@@ -180,8 +194,7 @@ impl Inner {
         self.changed.send_modify(|v| *v = v.wrapping_add(1));
     }
 
-    /// Sets an agent's status: memory first, then the store (queued behind earlier writes, so
-    /// the store never shows an older status after a newer one), then the event.
+    /// Sets an agent's status: memory, then a line of the log, then the event.
     pub fn set_status(&self, agent: &Agent, status: AgentStatus) {
         let previous = std::mem::replace(&mut agent.state().status, status.clone());
         self.persist_status(agent, &status);
@@ -191,20 +204,25 @@ impl Inner {
             status,
         });
         // Moving between the statuses of a busy agent changes no waiter's condition (those
-        // follow `scheduled`, settling, mail and approvals, which wake waiters themselves).
+        // follow `scheduled`, mail and approvals, which wake waiters themselves).
         if !quiet {
             self.bump();
         }
     }
 
-    /// Mirrors a status into the thread index without waiting for the commit.
+    /// Records a status in the log (for the store and for other processes' reads).
     pub fn persist_status(&self, agent: &Agent, status: &AgentStatus) {
         self.persist_status_id(agent.id(), status);
     }
 
-    /// Mirrors a status into the thread index by id, without waiting for the commit.
+    /// Records a status of the agent `id` in the log.
     pub fn persist_status_id(&self, id: ThreadId, status: &AgentStatus) {
-        drop(self.store.set_thread_status(id, status));
+        let line = RolloutItem::Status(StatusChanged {
+            status: status.clone(),
+        });
+        if let Err(err) = self.log.append(id, [line]) {
+            tracing::error!(error = %err, "status not recorded");
+        }
     }
 
     /// Adds one response's tokens; returns the agent's and the tree's totals. Emits
@@ -284,22 +302,6 @@ impl Inner {
         specs
     }
 
-    /// Whether this process has delivered (or reserved, see [`Self::first_delivery`]) mail `id`.
-    pub fn delivered_here(&self, id: arbor_protocol::MailId) -> bool {
-        self.delivered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&id)
-    }
-
-    /// Records that a mail reached a mailbox in this process; false when it already had.
-    pub fn first_delivery(&self, id: arbor_protocol::MailId) -> bool {
-        self.delivered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id)
-    }
-
     /// Marks an agent as just used (it keeps its residency longest).
     pub fn touch(&self, agent: &Agent) {
         if crate::residency::counts_for_residency(agent) {
@@ -340,6 +342,15 @@ impl Inner {
     fn lock_resident(&self) -> std::sync::MutexGuard<'_, lru::LruCache<ThreadId, ()>> {
         self.resident.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What a session runs on: its id, its log, the projections of the log and the store.
+#[derive(Debug)]
+pub struct Session {
+    pub id: ThreadId,
+    pub log: SessionLog,
+    pub projection: Arc<Projection>,
+    pub store: Store,
 }
 
 /// Statuses of an agent whose turn is queued or under way, short of an approval.

@@ -147,14 +147,8 @@ impl Inner {
         }
     }
 
-    /// Work that must finish before the tree is quiescent, though no turn runs (a mail whose
-    /// sending turn was interrupted while it was being committed). Ended by [`Self::turn_done`].
-    pub fn work_started(&self) {
-        self.busy.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// The last step of a turn's end (or of work started with [`Self::work_started`]), after
-    /// every wake it causes has been requested, so quiescence is never seen early.
+    /// The last step of a turn's end, after every wake it causes has been requested, so
+    /// quiescence is never seen early.
     pub fn turn_done(&self) {
         self.busy_down();
         self.bump();

@@ -79,7 +79,7 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
     };
     let outcome = match agent.record(&[RolloutItem::TurnStarted(TurnStarted { turn })]) {
         Err(err) => Outcome::Aborted(AbortKind::Errored, err.to_string()),
-        Ok(()) => {
+        Ok(_) => {
             inner.events.emit(Event::TurnStarted {
                 path: agent.path().clone(),
             });
@@ -109,7 +109,6 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
         let request = build_request(inner, agent);
-        inner.senders.step();
         let sampled = sampling::sample(inner, agent, &request).await;
         // The request shares the history: let go of it before appending, so the append
         // happens in place instead of copying the whole history.
@@ -223,8 +222,8 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
     )
 }
 
-/// Moves the agent's pending input and its deliverable mail into history: rollout first, then
-/// the store's consumed mark, then the `mail.delivered` events.
+/// Moves the agent's pending input and its deliverable mail into history: the log's
+/// `mail_consumed` lines first, then the `mail.delivered` events.
 fn take_input(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(), String> {
     let (inputs, mails) = {
         let mut state = agent.state();
@@ -258,7 +257,6 @@ fn take_input(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(), String> {
             }));
     }
     for mail in &mails {
-        drop(inner.store.mark_mail_consumed(mail.id));
         inner.events.emit(Event::MailDelivered {
             id: mail.id,
             recipient: mail.recipient.clone(),

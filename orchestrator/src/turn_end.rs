@@ -1,8 +1,7 @@
-//! The end of a turn, in two steps. First, in the agent's task: the end line (and the result
-//! mail's `mail_sent` line) go to the rollout, the running slot is freed, and the agent is free
-//! for its next turn at once. Then, in the background ("settling"): the rollout barrier, the
-//! result mail's commit, the final status, and the wakes the result causes. Until it has
-//! settled, the turn still counts as active for waits, wake-once and quiescence.
+//! The end of a turn: the outputs a cut turn owes its calls, the end line and the result
+//! mail's `mail_sent` line go to the log in one append; then the result reaches the parent's
+//! mailbox, the final status is set, the running slot is freed, and the wakes the end causes
+//! are requested. All of it at once: the log's sync covers it before anyone outside hears.
 
 use std::sync::Arc;
 
@@ -15,16 +14,7 @@ use arbor_rollout::{cut_call_outputs, unanswered_calls};
 
 use crate::agent::Agent;
 use crate::mail;
-use crate::outbox;
 use crate::runtime::Inner;
-
-/// The least time between the starts of two turn-end barriers of one rollout. An agent whose
-/// turns end further apart (any agent on a real model) never waits; one ending turns faster
-/// shares a barrier among them. Each barrier is a sync that competes with the store's commits
-/// for the disk: at 2 ms a scripted ping-pong spent one rollout sync per five messages, at
-/// 10 ms one per fifteen, and passed about 6% more messages per second (`arbor-bench
-/// pingpong`, interleaved runs).
-const BARRIER_SPACING: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// How a turn ended.
 #[derive(Debug)]
@@ -33,13 +23,7 @@ pub enum Outcome {
     Aborted(AbortKind, String),
 }
 
-/// A result mail written to its author's rollout, waiting to be committed.
-struct Result {
-    parent: Arc<Agent>,
-    mail: Mail,
-}
-
-/// Ends turn `turn` of `agent` with `outcome`; settling goes on in a task of its own.
+/// Ends turn `turn` of `agent` with `outcome`.
 pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: Outcome) {
     let mut lines = dangling_call_outputs(agent);
     let outputs: Vec<ResponseItem> = lines
@@ -72,34 +56,20 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
         }
     };
     let closed = agent.state().closed;
-    // The result mail is written with the end line, so that one barrier covers both.
+    // The result mail goes with the end line: a result is sent exactly when its turn ended.
     let mut result = if closed {
         None
     } else {
         result_mail(inner, agent, &result_text)
     };
-    if let Some(result) = &result {
-        lines.push(RolloutItem::MailSent(result.mail.clone()));
+    if let Some((_, mail)) = &result {
+        lines.push(RolloutItem::MailSent(mail.clone()));
     }
     if let Err(err) = agent.record(&lines) {
         tracing::error!(path = %agent.path(), error = %err, "turn end not recorded");
-        // A mail that is not in its author's rollout is never sent.
+        // A mail that is not in the log is never sent.
         result = None;
     }
-    let end = agent.rollout_end();
-    let owes_turn = {
-        let mut state = agent.state();
-        state.history.extend(outputs);
-        state.turn_token = None;
-        if let Outcome::Completed(message) = &outcome {
-            state.last_message = message.clone();
-        }
-        state.settling += 1;
-        let owes_turn = state.mailbox.end_turn();
-        // An agent owed another turn stays scheduled, so that no wait sees it idle in between.
-        state.scheduled = owes_turn;
-        owes_turn
-    };
     match &outcome {
         Outcome::Completed(last_message) => inner.events.emit(Event::TurnCompleted {
             path: agent.path().clone(),
@@ -110,71 +80,28 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
             reason: reason.clone(),
         }),
     }
-    inner.release_turn_slot(agent);
-    if owes_turn {
-        inner.continue_turn(agent);
+    // The result is in the parent's mailbox before the child's final status is set and before
+    // anything waiting on the child is released.
+    if let Some((parent, mail)) = result {
+        mail::announce(inner, &mail);
+        mail::push(inner, &parent, mail);
     }
-    let (inner, agent) = (Arc::clone(inner), Arc::clone(agent));
-    inner.clone().tracker.spawn(async move {
-        settle(&inner, &agent, turn, end, status, closed, result).await;
-    });
-}
-
-/// The background half of a turn's end: barrier, result mail, final status, wakes. `end` is
-/// where the turn's lines end in the rollout.
-async fn settle(
-    inner: &Arc<Inner>,
-    agent: &Arc<Agent>,
-    turn: u64,
-    end: u64,
-    status: AgentStatus,
-    closed: bool,
-    result: Option<Result>,
-) {
-    let sent = {
-        // One barrier at a time per rollout, each covering every line written before it: turns
-        // that end while one runs share the next. Result mails are queued under the same lock,
-        // so they reach the store in turn order.
-        let mut last = agent.barriers.lock().await;
-        if !agent.rollout_synced_to(end) {
-            // Barriers of one rollout start at least BARRIER_SPACING apart: an agent ending
-            // turns faster than that shares barriers instead of queueing one per turn.
-            if let Some(next) = last.map(|at| at + BARRIER_SPACING)
-                && next > std::time::Instant::now()
-            {
-                tokio::time::sleep_until(next.into()).await;
-            }
-            *last = Some(std::time::Instant::now());
-            // Rollout first: the end line and the result's `mail_sent` line are on disk before
-            // the store holds the result.
-            if let Err(err) = agent.sync_rollout().await {
-                tracing::error!(path = %agent.path(), error = %err, "rollout sync failed");
-            }
-        }
-        // The agent does not wait for this commit, so it may share the next one.
-        result.map(|Result { parent, mail }| {
-            let (posted, ticket) = outbox::post(inner, agent, || {
-                inner
-                    .store
-                    .enqueue_mail_deferred(inner.session_id, parent.id(), &mail)
-            });
-            (posted, parent, mail, ticket)
-        })
-    };
-    if let Some((posted, parent, mail, ticket)) = sent
-        && let Err(err) = mail::publish(posted, &parent, &mail, ticket).await
-    {
-        tracing::error!(path = %agent.path(), error = %err, "result mail not sent");
-    }
-    // The final status, unless a newer turn has begun meanwhile (it owns the status now).
-    let final_status = {
+    let (owes_turn, final_status) = {
         let mut state = agent.state();
-        state.settling -= 1;
-        let current = !closed && !state.scheduled && state.turn_no == turn;
-        if current {
+        state.history.extend(outputs);
+        state.turn_token = None;
+        if let Outcome::Completed(message) = &outcome {
+            state.last_message = message.clone();
+        }
+        let owes_turn = state.mailbox.end_turn();
+        // An agent owed another turn stays scheduled, so that no wait sees it idle in between;
+        // one that is not becomes idle and takes its final status in the same step.
+        state.scheduled = owes_turn;
+        let final_status = !closed && !owes_turn;
+        if final_status {
             state.status = status.clone();
         }
-        current
+        (owes_turn, final_status)
     };
     if final_status {
         inner.persist_status(agent, &status);
@@ -182,12 +109,17 @@ async fn settle(
             path: agent.path().clone(),
             status,
         });
+        inner.bump();
+    }
+    inner.release_turn_slot(agent);
+    if owes_turn {
+        inner.continue_turn(agent);
     }
     settled(inner, agent);
 }
 
-/// Work of `agent` that counted as busy (a settling turn, a mail still being committed) is
-/// over: the wakes it may have held back, then one busy unit fewer.
+/// Work of `agent` that counted as busy is over: the wakes it may have held back, then one
+/// busy unit fewer.
 pub fn settled(inner: &Arc<Inner>, agent: &Arc<Agent>) {
     if let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) {
         maybe_wake_once(inner, &parent);
@@ -198,7 +130,7 @@ pub fn settled(inner: &Arc<Inner>, agent: &Arc<Agent>) {
 
 /// The result mail of a turn for the direct parent (never for the root or internal agents),
 /// composed but not yet sent.
-fn result_mail(inner: &Inner, agent: &Agent, text: &str) -> Option<Result> {
+fn result_mail(inner: &Inner, agent: &Agent, text: &str) -> Option<(Arc<Agent>, Mail)> {
     if agent.identity.internal {
         return None;
     }
@@ -210,7 +142,7 @@ fn result_mail(inner: &Inner, agent: &Agent, text: &str) -> Option<Result> {
         return None;
     }
     let mail = mail::compose(agent, &parent, MailKind::Result, text);
-    Some(Result { parent, mail })
+    Some((parent, mail))
 }
 
 /// Wakes an idle agent once when its children are all quiet and results wait (behaviour §4).

@@ -11,6 +11,10 @@ pub struct EventLine {
     #[serde(flatten)]
     pub event: Event,
     pub ts: Timestamp,
+    /// The session log's last append when the event was emitted: the event may be shown
+    /// outside the session once the log is durable up to here. Not printed.
+    #[serde(skip)]
+    pub lsn: u64,
 }
 
 /// Everything the orchestrator reports while it runs, in causal order.
@@ -143,6 +147,7 @@ mod tests {
     #[test]
     fn events_carry_type_and_ts() {
         let line = EventLine {
+            lsn: 0,
             event: Event::TurnStarted {
                 path: AgentPath::root(),
             },

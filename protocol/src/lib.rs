@@ -1,6 +1,7 @@
 //! Leaf types shared by every arbor crate: thread ids, agent paths, mail, agent statuses,
 //! timestamps and the rollout item types. No I/O lives here.
 
+mod facts;
 mod ids;
 mod mail;
 mod path;
@@ -8,13 +9,14 @@ mod rollout;
 mod status;
 mod time;
 
+pub use facts::{ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget};
 pub use ids::{MailId, ThreadId, ThreadIdError};
 pub use mail::{Mail, MailKind};
 pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, ROOT_NAME};
 pub use rollout::{
     AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, MailConsumed,
     ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta, TurnAborted,
-    TurnCompleted, TurnStarted, Usage,
+    TurnCompleted, TurnStarted, Usage, rollout_relative_path,
 };
 pub use status::AgentStatus;
 pub use time::{Timestamp, TimestampError};

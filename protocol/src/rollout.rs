@@ -1,16 +1,42 @@
 //! Rollout item types (behaviour §9): one JSON line `{"timestamp", "type", "payload"}` each.
+//!
+//! The same items are the lines of the session log, which adds `seq` (the line's number in the
+//! log) and `thread` (the agent it belongs to); a rollout line written from the log keeps both.
+//! Some items are facts of the session rather than of one agent's history (status changes,
+//! what other processes did, approval overrides): they stay in the log and never reach a
+//! rollout ([`RolloutItem::in_rollout`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::facts::{
+    ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget,
+};
 use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp};
 
 /// Written into every `session_meta` header; bumped when old readers could misread new files.
 pub const ROLLOUT_FORMAT_VERSION: u32 = 1;
 
-/// One line of a rollout file.
+/// Where the rollout of `thread_id`, whose header is stamped `meta_timestamp`, lives relative
+/// to `$ARBOR_HOME`: `sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDTHH-MM-SS>-<thread id>.jsonl` (the
+/// UTC date of the stamp). Stored paths are relative, so a home can be moved or copied.
+pub fn rollout_relative_path(meta_timestamp: Timestamp, thread_id: ThreadId) -> String {
+    let (year, month, day) = meta_timestamp.date();
+    format!(
+        "sessions/{year:04}/{month:02}/{day:02}/rollout-{}-{thread_id}.jsonl",
+        meta_timestamp.file_stamp()
+    )
+}
+
+/// One line of a rollout file or of the session log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RolloutLine {
+    /// The line's number in the session log (from 1); absent in rollouts of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// The agent the line belongs to; absent in rollouts of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<ThreadId>,
     pub timestamp: Timestamp,
     #[serde(flatten)]
     pub item: RolloutItem,
@@ -31,6 +57,14 @@ pub enum RolloutItem {
     ApprovalRequested(ApprovalRequested),
     ApprovalDecided(ApprovalDecided),
     Usage(Usage),
+    /// Session facts, in the log only.
+    Status(StatusChanged),
+    UserMail(UserMail),
+    UserClose(UserTarget),
+    UserInterrupt(UserTarget),
+    UserAnswer(UserAnswer),
+    ApprovalOverride(ApprovalOverride),
+    OverrideUsed(OverrideUsed),
 }
 
 impl RolloutItem {
@@ -47,6 +81,13 @@ impl RolloutItem {
         "approval_requested",
         "approval_decided",
         "usage",
+        "status",
+        "user_mail",
+        "user_close",
+        "user_interrupt",
+        "user_answer",
+        "approval_override",
+        "override_used",
     ];
 
     /// The `type` text of this item.
@@ -63,6 +104,37 @@ impl RolloutItem {
             Self::ApprovalRequested(_) => "approval_requested",
             Self::ApprovalDecided(_) => "approval_decided",
             Self::Usage(_) => "usage",
+            Self::Status(_) => "status",
+            Self::UserMail(_) => "user_mail",
+            Self::UserClose(_) => "user_close",
+            Self::UserInterrupt(_) => "user_interrupt",
+            Self::UserAnswer(_) => "user_answer",
+            Self::ApprovalOverride(_) => "approval_override",
+            Self::OverrideUsed(_) => "override_used",
+        }
+    }
+
+    /// Whether the item belongs in its agent's rollout; session facts stay in the log.
+    pub fn in_rollout(&self) -> bool {
+        match self {
+            Self::SessionMeta(_)
+            | Self::TurnStarted(_)
+            | Self::TurnCompleted(_)
+            | Self::TurnAborted(_)
+            | Self::ResponseItem(_)
+            | Self::MailSent(_)
+            | Self::MailConsumed(_)
+            | Self::AgentClosed(_)
+            | Self::ApprovalRequested(_)
+            | Self::ApprovalDecided(_)
+            | Self::Usage(_) => true,
+            Self::Status(_)
+            | Self::UserMail(_)
+            | Self::UserClose(_)
+            | Self::UserInterrupt(_)
+            | Self::UserAnswer(_)
+            | Self::ApprovalOverride(_)
+            | Self::OverrideUsed(_) => false,
         }
     }
 }
@@ -202,6 +274,8 @@ mod tests {
     #[test]
     fn a_line_has_timestamp_type_and_payload() {
         let line = RolloutLine {
+            seq: None,
+            thread: None,
             timestamp: Timestamp::from_millis(0),
             item: RolloutItem::TurnStarted(TurnStarted { turn: 1 }),
         };

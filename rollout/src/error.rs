@@ -16,12 +16,6 @@ pub enum RolloutError {
         #[source]
         source: io::Error,
     },
-    /// `create` found a file already at the path; rollouts are never overwritten.
-    #[error("rollout {} already exists; refusing to overwrite it", .path.display())]
-    AlreadyExists { path: PathBuf },
-    /// Another open writer (in this or another process) holds the file's writer lock.
-    #[error("rollout {} is already open for appending by another writer", .path.display())]
-    Locked { path: PathBuf },
     /// No file under `sessions/` carries the thread's id.
     #[error("no rollout for thread {thread_id} under {}", .sessions.display())]
     NotFound {
@@ -48,21 +42,9 @@ pub enum RolloutError {
         line: usize,
         reason: String,
     },
-    /// An item could not be turned into JSON (it holds something JSON cannot express).
-    #[error("rollout {}: cannot serialise a `{item}` item: {source}", .path.display())]
-    Serialize {
-        path: PathBuf,
-        item: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// An earlier append failed and its partial bytes could not be cut off again, so appending
-    /// more would bury a broken line in the middle of the file.
-    #[error(
-        "rollout {}: writer stopped after a failed append could not be undone",
-        .path.display()
-    )]
-    Poisoned { path: PathBuf },
+    /// The session log could not be read or written.
+    #[error(transparent)]
+    Log(#[from] crate::log::LogError),
 }
 
 impl RolloutError {

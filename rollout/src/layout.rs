@@ -24,12 +24,10 @@ pub fn rollout_file_name(meta_timestamp: Timestamp, thread_id: ThreadId) -> Stri
 /// Where the rollout of `thread_id`, whose header is stamped `meta_timestamp`, lives. The date
 /// folders are the UTC date of that timestamp.
 pub fn rollout_path(home: &Path, meta_timestamp: Timestamp, thread_id: ThreadId) -> PathBuf {
-    let (year, month, day) = meta_timestamp.date();
-    sessions_dir(home)
-        .join(format!("{year:04}"))
-        .join(format!("{month:02}"))
-        .join(format!("{day:02}"))
-        .join(rollout_file_name(meta_timestamp, thread_id))
+    home.join(arbor_protocol::rollout_relative_path(
+        meta_timestamp,
+        thread_id,
+    ))
 }
 
 /// Finds the rollout of `thread_id` under `$ARBOR_HOME/sessions` by its file-name suffix.

@@ -65,6 +65,10 @@ pub fn read_rollout(path: &Path) -> Result<RolloutRead, RolloutError> {
 
 /// One thing a [`RolloutReader`] yields.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "`Line` is the common case and is moved straight out; boxing it costs an allocation per line"
+)]
 pub enum Entry {
     /// An item of a known type, with its 1-based line number.
     Line(usize, RolloutLine),

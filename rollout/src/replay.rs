@@ -87,8 +87,16 @@ pub const PROCESS_EXIT: &str = "process_exit";
 impl Replay {
     /// Rebuilds a thread from a read rollout.
     pub fn from_read(read: &RolloutRead) -> Self {
+        Self::from_items(read.meta.clone(), read.items())
+    }
+
+    /// Rebuilds a thread from its items in order (the header may be among them).
+    pub fn from_items<'a>(
+        meta: SessionMeta,
+        items: impl IntoIterator<Item = &'a RolloutItem>,
+    ) -> Self {
         let mut replay = Self {
-            meta: read.meta.clone(),
+            meta,
             history: Vec::new(),
             turns: Vec::new(),
             status: AgentStatus::PendingInit,
@@ -99,23 +107,30 @@ impl Replay {
             dangling_calls: Vec::new(),
             usage: Usage::default(),
         };
-        for item in read.items() {
-            replay.apply(item);
+        let mut calls = Calls::default();
+        for item in items {
+            replay.apply(item, &mut calls);
         }
-        replay.finish();
+        replay.finish(&calls);
         replay
     }
 
-    fn apply(&mut self, item: &RolloutItem) {
+    fn apply(&mut self, item: &RolloutItem, calls: &mut Calls) {
         match item {
             RolloutItem::SessionMeta(_) => {}
-            RolloutItem::TurnStarted(turn) => self.turns.push(ReplayedTurn {
-                number: turn.turn,
-                start: self.history.len(),
-                final_answer: None,
-                end: None,
-            }),
+            RolloutItem::TurnStarted(turn) => {
+                // A turn that never ended was cut (a crash, a failed write): its calls get
+                // outputs saying so before the next turn's items.
+                self.close_calls(calls);
+                self.turns.push(ReplayedTurn {
+                    number: turn.turn,
+                    start: self.history.len(),
+                    final_answer: None,
+                    end: None,
+                });
+            }
             RolloutItem::TurnCompleted(done) => {
+                self.close_calls(calls);
                 if let Some(turn) = self.turns.last_mut() {
                     turn.final_answer = done.last_message.clone();
                     turn.end = Some(AgentStatus::Completed(done.last_message.clone()));
@@ -123,11 +138,27 @@ impl Replay {
                 self.last_message = done.last_message.clone();
             }
             RolloutItem::TurnAborted(aborted) => {
+                self.close_calls(calls);
                 if let Some(turn) = self.turns.last_mut() {
                     turn.end = Some(aborted.status());
                 }
             }
-            RolloutItem::ResponseItem(item) => self.history.push(item.clone()),
+            RolloutItem::ResponseItem(item) => match item {
+                ResponseItem::FunctionCall { call_id, .. } => {
+                    calls.open.push(call_id.clone());
+                    self.history.push(item.clone());
+                }
+                ResponseItem::FunctionCallOutput { call_id, .. } => {
+                    // An output for a call already closed as cut is the same repair again.
+                    if calls.answered.insert(call_id.clone()) {
+                        calls.open.retain(|open| open != call_id);
+                        self.history.push(item.clone());
+                    }
+                }
+                ResponseItem::Message { .. } | ResponseItem::Reasoning { .. } => {
+                    self.history.push(item.clone());
+                }
+            },
             RolloutItem::MailConsumed(consumed) => {
                 self.consumed.insert(consumed.mail.id);
                 self.history.push(ResponseItem::Message {
@@ -137,23 +168,43 @@ impl Replay {
             }
             RolloutItem::MailSent(mail) => self.sent.push(mail.clone()),
             RolloutItem::AgentClosed(closed) => self.closed.push(closed.clone()),
-            RolloutItem::ApprovalRequested(_) | RolloutItem::ApprovalDecided(_) => {}
             RolloutItem::Usage(usage) => {
                 self.usage.input_tokens += usage.input_tokens;
                 self.usage.cached_input_tokens += usage.cached_input_tokens;
                 self.usage.output_tokens += usage.output_tokens;
             }
+            RolloutItem::ApprovalRequested(_)
+            | RolloutItem::ApprovalDecided(_)
+            | RolloutItem::Status(_)
+            | RolloutItem::UserMail(_)
+            | RolloutItem::UserClose(_)
+            | RolloutItem::UserInterrupt(_)
+            | RolloutItem::UserAnswer(_)
+            | RolloutItem::ApprovalOverride(_)
+            | RolloutItem::OverrideUsed(_) => {}
         }
     }
 
-    fn finish(&mut self) {
+    /// Gives every call of the turn so far that has no output one saying the turn was cut.
+    fn close_calls(&mut self, calls: &mut Calls) {
+        for call_id in calls.open.drain(..) {
+            calls.answered.insert(call_id.clone());
+            self.history.push(ResponseItem::FunctionCallOutput {
+                call_id,
+                output: CUT_CALL_OUTPUT.to_string(),
+            });
+        }
+    }
+
+    fn finish(&mut self, calls: &Calls) {
         self.status = match self.turns.last() {
             None => AgentStatus::PendingInit,
             Some(ReplayedTurn { end: Some(end), .. }) => end.clone(),
             Some(ReplayedTurn { end: None, .. }) => AgentStatus::Interrupted(PROCESS_EXIT.into()),
         };
-        let start = self.turns.last().map_or(0, |turn| turn.start);
-        self.dangling_calls = unanswered_calls(&self.history[start..]);
+        // The calls of a turn in flight when the file ends: revival closes them with lines of
+        // its own.
+        self.dangling_calls = calls.open.clone();
     }
 
     /// The number of the turn in flight when the file ends, if any.
@@ -163,6 +214,13 @@ impl Replay {
             .filter(|turn| turn.end.is_none())
             .map(|turn| turn.number)
     }
+}
+
+/// The calls of the turn being replayed that have no output yet, and every call answered.
+#[derive(Default)]
+struct Calls {
+    open: Vec<String>,
+    answered: HashSet<String>,
 }
 
 #[cfg(test)]
@@ -192,6 +250,8 @@ mod tests {
         let mut lines = vec![(
             1,
             RolloutLine {
+                seq: None,
+                thread: None,
                 timestamp: Timestamp::from_millis(0),
                 item: RolloutItem::SessionMeta(meta.clone()),
             },
@@ -200,6 +260,8 @@ mod tests {
             lines.push((
                 n + 2,
                 RolloutLine {
+                    seq: None,
+                    thread: None,
                     timestamp: Timestamp::from_millis(0),
                     item,
                 },

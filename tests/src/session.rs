@@ -76,6 +76,11 @@ impl Session {
     pub async fn run(&mut self, prompt: &str) {
         self.orch.start(prompt).await.expect("root starts");
         self.orch.wait_quiescent().await;
+        // The store and the rollouts are written from the log: tests read them up to date.
+        self.orch
+            .flush()
+            .await
+            .expect("the session's files are written");
         self.drain();
     }
 

@@ -13,6 +13,6 @@ mod rollout;
 mod sandbox;
 mod scenarios;
 mod settling;
-mod status_lag;
 mod store;
+mod store_lag;
 mod streaming;

@@ -1,17 +1,16 @@
-//! The session's approval broker: how a request and its decision are recorded (store,
-//! requester's rollout, events) and how the requester's status follows.
-//!
-//! The approval log is primary data, like mail: a request is appended to the requester's
-//! rollout, then committed to the store, then announced. A decision is committed to the store
-//! first, because the store arbitrates between the terminal, another process and the deadline
-//! (the first decision of a pending request wins), then appended to the rollout, then announced.
+//! The session's approval broker: how a request and its decision are recorded (lines of the
+//! requester in the session log, the driver's ledger, events) and how the requester's status
+//! follows. The driver decides every request of the session it drives, whoever answers (the
+//! terminal, the guardian, the approval wait, another process through the log), so the first
+//! decision line of a request is the decision.
 
-use arbor_agent_graph::{
-    ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, Opened, OverrideKey,
+use arbor_agent_graph::{ApprovalOutcome, DecidedBy, OverrideKey};
+use arbor_protocol::{
+    AgentStatus, ApprovalDecided, ApprovalRequested, Event, OverrideUsed, RolloutItem,
 };
-use arbor_protocol::{AgentStatus, ApprovalDecided, ApprovalRequested, Event, RolloutItem};
 use serde_json::Value;
 
+use super::ledger::Known;
 use crate::agent::Agent;
 use crate::runtime::Inner;
 
@@ -68,65 +67,22 @@ impl Settled {
         }
     }
 
-    /// A decision another process stored (a human's answer with `arbor approve|deny`).
-    pub fn from_record(record: &ApprovalRecord) -> Self {
-        let decided_by = record.decided_by.unwrap_or(DecidedBy::User);
-        let message = match record.outcome {
-            ApprovalOutcome::Allow => None,
-            ApprovalOutcome::Pending | ApprovalOutcome::Deny => {
-                Some(arbor_guardian::denied_message(Some(
-                    record.rationale.as_deref().unwrap_or("denied by the user"),
-                )))
-            }
-            ApprovalOutcome::ReviewUnavailable => Some(arbor_guardian::unavailable_message(
-                record.rationale.as_deref().unwrap_or("unknown"),
-            )),
-            ApprovalOutcome::NoApprover => Some(arbor_guardian::no_approver_message()),
-        };
-        Self {
-            outcome: record.outcome,
-            decided_by,
-            risk_level: record.risk_level.clone(),
-            rationale: record.rationale.clone(),
-            tokens: record.tokens,
-            message,
+    /// A human's answer from another process (`arbor approve|deny`).
+    pub fn by_user(approve: bool) -> Self {
+        if approve {
+            return Self::allow(DecidedBy::User, None);
         }
+        Self::refuse(
+            ApprovalOutcome::Deny,
+            DecidedBy::User,
+            None,
+            arbor_guardian::denied_message(Some("denied by the user")),
+        )
     }
 
     pub fn allowed(&self) -> bool {
         self.outcome == ApprovalOutcome::Allow
     }
-
-    fn decision(&self) -> ApprovalDecision {
-        ApprovalDecision {
-            outcome: self.outcome,
-            decided_by: self.decided_by,
-            risk_level: self.risk_level.clone(),
-            rationale: self.rationale.clone(),
-            tokens: self.tokens,
-        }
-    }
-}
-
-/// Fills in a decision known when the request is recorded (decided the moment it was made).
-fn decide_at_once(record: &mut ApprovalRecord, settled: &Settled) {
-    record.outcome = settled.outcome;
-    record.decided_by = Some(settled.decided_by);
-    record.risk_level = settled.risk_level.clone();
-    record.rationale = settled.rationale.clone();
-    record.tokens = settled.tokens;
-    record.decided_at = Some(record.requested_at);
-}
-
-fn record_of(inner: &Inner, agent: &Agent, request: &Request) -> ApprovalRecord {
-    ApprovalRecord::pending(
-        request.id.clone(),
-        inner.session_id,
-        agent.id(),
-        agent.path().clone(),
-        request.action.clone(),
-        request.justification.clone(),
-    )
 }
 
 fn requested_line(request: &Request) -> RolloutItem {
@@ -167,102 +123,123 @@ pub fn announce_decision(inner: &Inner, id: &str, settled: &Settled) {
     });
 }
 
-/// Records a request that is decided as it is made (policy, session cache, override): both
-/// lines in the rollout, one row in the store, then both events.
+fn known(agent: &Agent, request: &Request, settled: Option<&Settled>) -> Known {
+    Known {
+        requester: agent.id(),
+        key: Some(request.key.clone()),
+        outcome: settled.map_or(ApprovalOutcome::Pending, |s| s.outcome),
+        decided_by: settled.map(|s| s.decided_by),
+    }
+}
+
+fn record(agent: &Agent, lines: &[RolloutItem]) -> Result<(), String> {
+    agent
+        .record(lines)
+        .map(|_| ())
+        .map_err(|err| format!("the approval request could not be recorded: {err}"))
+}
+
+/// Records a request that is decided as it is made (policy, session cache): both lines, then
+/// both events.
 pub async fn record_settled(
     inner: &Inner,
     agent: &Agent,
     request: &Request,
     settled: &Settled,
 ) -> Result<(), String> {
-    agent
-        .record(&[requested_line(request), decided_line(&request.id, settled)])
-        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
-    let mut record = record_of(inner, agent, request);
-    decide_at_once(&mut record, settled);
+    record(
+        agent,
+        &[requested_line(request), decided_line(&request.id, settled)],
+    )?;
     inner
-        .store
-        .record_approval_request(record)
-        .await
-        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
+        .approvals
+        .ledger()
+        .insert(&request.id, known(agent, request, Some(settled)));
     announce_request(inner, agent, request);
     announce_decision(inner, &request.id, settled);
     Ok(())
 }
 
-/// Opens a request in one commit: an override from `arbor approve` for this identical request
-/// lets it through at once (recorded as allowed by the user, returned); otherwise, with a
-/// decision already known (`settled`: nobody can be asked), it is recorded decided (returned);
-/// otherwise it is recorded pending and the requester marked `awaiting_approval` (written in
-/// the same commit; its event follows `approval.requested`), and `None` is returned.
+/// Opens a request: an unused override from a human for this identical request lets it
+/// through at once (recorded as allowed by the user, returned); otherwise, with a decision
+/// already known (`settled`: nobody can be asked), it is recorded decided (returned);
+/// otherwise it is recorded pending and the requester marked `awaiting_approval` (its event
+/// follows `approval.requested`), and `None` is returned.
 pub async fn open(
     inner: &Inner,
     agent: &Agent,
     request: &Request,
     settled: Option<Settled>,
 ) -> Result<Option<Settled>, String> {
-    agent
-        .record(&[requested_line(request)])
-        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
-    let mut record = record_of(inner, agent, request);
-    if let Some(settled) = &settled {
-        decide_at_once(&mut record, settled);
-    }
-    let opened = inner
-        .store
-        .open_approval(record, AgentStatus::AwaitingApproval, request.key.clone())
-        .await
-        .map_err(|err| format!("the approval request could not be recorded: {err}"))?;
-    let decided = match (opened, settled) {
-        (Opened::Overridden(record), _) => Settled::from_record(&record),
-        (Opened::Recorded, Some(settled)) => settled,
-        (Opened::Pending | Opened::Recorded, _) => {
-            let status = stage_status(agent, Step::Open);
-            announce_request(inner, agent, request);
-            if let Some(status) = status {
-                announce_status(inner, agent, status);
-            }
-            return Ok(None);
+    // An answer another process gave a moment ago (an override for this very retry) counts.
+    inner.catch_up().await?;
+    let overridden = inner.approvals.ledger().take(&request.key);
+    let (decided, mut lines) = match (overridden, settled) {
+        (Some(overridden), _) => {
+            let settled = Settled::allow(
+                DecidedBy::User,
+                Some(format!("override: the user approved request {overridden}")),
+            );
+            let used = RolloutItem::OverrideUsed(OverrideUsed {
+                request_id: overridden,
+                used_by: request.id.clone(),
+            });
+            (Some(settled), vec![requested_line(request), used])
         }
+        (None, settled) => (settled, vec![requested_line(request)]),
     };
-    agent
-        .record(&[decided_line(&request.id, &decided)])
-        .map_err(|err| format!("the approval decision could not be recorded: {err}"))?;
+    let Some(decided) = decided else {
+        record(agent, &lines)?;
+        inner
+            .approvals
+            .ledger()
+            .insert(&request.id, known(agent, request, None));
+        let status = stage_status(agent, Step::Open);
+        announce_request(inner, agent, request);
+        if let Some(status) = status {
+            inner.persist_status(agent, &status);
+            announce_status(inner, agent, status);
+        }
+        return Ok(None);
+    };
+    lines.push(decided_line(&request.id, &decided));
+    record(agent, &lines)?;
+    inner
+        .approvals
+        .ledger()
+        .insert(&request.id, known(agent, request, Some(&decided)));
     announce_request(inner, agent, request);
     announce_decision(inner, &request.id, &decided);
     Ok(Some(decided))
 }
 
-/// Decides a pending request: `settled` unless another process decided it first, in which case
-/// that decision stands (and an approval's override is used up by this very request). Then the
-/// rollout line, the event, and the requester back to `running` (written in the decision's
-/// commit; its event follows `approval.decided`).
+/// Decides a pending request with `settled`: its line, the event, and the requester back to
+/// `running` (its event follows `approval.decided`).
 pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Settled) -> Settled {
     let status = stage_status(agent, Step::Close);
-    let decided = inner
-        .store
-        .close_approval(
-            &request.id,
-            settled.decision(),
-            status.clone().map(|status| (agent.id(), status)),
-        )
-        .await;
-    let settled = match decided {
-        Ok(true) => settled,
-        Ok(false) => adopt_stored(inner, &request.id).await.unwrap_or(settled),
-        Err(err) => {
-            tracing::error!(id = %request.id, error = %err, "approval decision not stored");
-            settled
-        }
-    };
     if let Err(err) = agent.record(&[decided_line(&request.id, &settled)]) {
-        tracing::error!(path = %agent.path(), error = %err, "approval decision not in the rollout");
+        tracing::error!(path = %agent.path(), error = %err, "approval decision not recorded");
     }
+    inner
+        .approvals
+        .ledger()
+        .decide(&request.id, settled.outcome, settled.decided_by);
     announce_decision(inner, &request.id, &settled);
     if let Some(status) = status {
+        inner.persist_status(agent, &status);
         announce_status(inner, agent, status);
     }
     settled
+}
+
+/// The override line of a human's approval of request `id` (thread: the requester).
+pub fn override_line(id: &str, key: &OverrideKey) -> RolloutItem {
+    RolloutItem::ApprovalOverride(arbor_protocol::ApprovalOverride {
+        request_id: id.to_string(),
+        command: key.command.clone(),
+        cwd: key.cwd.clone(),
+        escalated: key.escalated,
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -301,24 +278,4 @@ fn announce_status(inner: &Inner, agent: &Agent, status: AgentStatus) {
         status,
     });
     inner.bump();
-}
-
-/// The decision another process stored for `id`; an approval's override is used up here.
-pub async fn adopt_stored(inner: &Inner, id: &str) -> Option<Settled> {
-    let store = inner.store.clone();
-    let key = id.to_string();
-    let record = tokio::task::spawn_blocking(move || store.approval(&key))
-        .await
-        .ok()?
-        .ok()??;
-    if record.outcome == ApprovalOutcome::Pending {
-        return None;
-    }
-    let settled = Settled::from_record(&record);
-    if settled.allowed()
-        && let Err(err) = inner.store.use_own_override(id).await
-    {
-        tracing::error!(id, error = %err, "override of an answered request not used up");
-    }
-    Some(settled)
 }

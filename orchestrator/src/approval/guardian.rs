@@ -85,6 +85,7 @@ async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
             nickname: None,
             cwd: root.identity.cwd.clone(),
             internal: true,
+            stamp: None,
         },
     )
     .await

@@ -1,17 +1,17 @@
-//! Asking a human: the terminal's queue of prompts (`Orchestrator::take_approval_prompts`), the
-//! store for answers from another process (`arbor approve|deny`), and the approval wait, after
-//! which nobody has answered (`no_approver`).
+//! Asking a human: the terminal's queue of prompts (`Orchestrator::take_approval_prompts`),
+//! answers from another process (`arbor approve|deny`, through the log), and the approval
+//! wait, after which nobody has answered (`no_approver`). A prompt is shown only once the
+//! request is durable.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_agent_graph::{AnswerOutcome, HumanAnswer, OverrideKey, Store};
 use arbor_protocol::AgentPath;
+use arbor_rollout::log::Urgency;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::broker::{Request, Settled};
-use super::watch::Watched;
 use crate::runtime::Inner;
 
 /// A human's answer at the terminal.
@@ -42,12 +42,8 @@ pub struct ApprovalPrompt {
 #[derive(Debug)]
 enum Reply {
     Waiter(oneshot::Sender<TerminalAnswer>),
-    /// A request from before this process started: answered in the store.
-    Stored {
-        store: Store,
-        key: Option<OverrideKey>,
-        watched: Arc<Watched>,
-    },
+    /// A request from before this process started: its answer is recorded by the driver.
+    Stored(Arc<Inner>),
 }
 
 impl ApprovalPrompt {
@@ -55,7 +51,7 @@ impl ApprovalPrompt {
     pub fn is_open(&self) -> bool {
         match &self.reply {
             Reply::Waiter(tx) => !tx.is_closed(),
-            Reply::Stored { watched, .. } => watched.is_orphan(&self.id),
+            Reply::Stored(inner) => inner.approvals.watched.is_orphan(&self.id),
         }
     }
 
@@ -65,17 +61,13 @@ impl ApprovalPrompt {
             Reply::Waiter(tx) => tx
                 .send(answer)
                 .map_err(|_| format!("request {} was already decided", self.id)),
-            Reply::Stored { store, key, .. } => {
-                let human = match (answer, key) {
-                    (TerminalAnswer::Deny, _) => HumanAnswer::Deny,
-                    (_, Some(key)) => HumanAnswer::Approve(key),
-                    (_, None) => return Err(format!("request {} cannot be approved", self.id)),
-                };
-                match store.answer_approval(&self.id, human).await {
-                    Ok(AnswerOutcome::Decided | AnswerOutcome::Overridden) => Ok(()),
-                    Ok(_) => Err(format!("request {} was already decided", self.id)),
-                    Err(err) => Err(err.to_string()),
+            Reply::Stored(inner) => {
+                if !inner.approvals.watched.is_orphan(&self.id) {
+                    return Err(format!("request {} was already decided", self.id));
                 }
+                let approve = answer != TerminalAnswer::Deny;
+                super::watch::answered(&inner, &self.id, approve);
+                Ok(())
             }
         }
     }
@@ -85,7 +77,7 @@ impl ApprovalPrompt {
 #[derive(Debug)]
 pub enum HumanResult {
     Terminal(TerminalAnswer),
-    /// Another process decided it (its decision is already stored).
+    /// A human answered from another process.
     Stored(Settled),
     /// Nobody answered within the approval wait.
     TimedOut,
@@ -104,6 +96,15 @@ pub async fn ask(inner: &Arc<Inner>, request: &Request, path: &AgentPath) -> Hum
     if !reachable(inner) {
         return HumanResult::TimedOut;
     }
+    // A person sees the request only once it is durable.
+    if inner
+        .log
+        .durable(inner.log.appended(), Urgency::Now)
+        .await
+        .is_err()
+    {
+        return HumanResult::TimedOut;
+    }
     let (stored, guard) = approvals.watched.wait_for(&request.id);
     let (tx, rx) = oneshot::channel();
     approvals.prompt(ApprovalPrompt {
@@ -117,7 +118,7 @@ pub async fn ask(inner: &Arc<Inner>, request: &Request, path: &AgentPath) -> Hum
     let deadline = deadline(inner.config.approval_wait);
     let result = tokio::select! {
         Ok(answer) = rx => HumanResult::Terminal(answer),
-        Ok(record) = stored => HumanResult::Stored(Settled::from_record(&record)),
+        Ok(settled) = stored => HumanResult::Stored(settled),
         () = deadline => HumanResult::TimedOut,
     };
     guard.settle();
@@ -133,7 +134,7 @@ async fn deadline(wait: Option<Duration>) {
 
 /// Offers the requests that were pending when this session last stopped to the terminal, and
 /// watches them for answers from other processes.
-pub fn restore_orphans(inner: &Inner, pending: Vec<arbor_agent_graph::ApprovalRecord>) {
+pub fn restore_orphans(inner: &Arc<Inner>, pending: Vec<arbor_agent_graph::ApprovalRecord>) {
     let approvals = &inner.approvals;
     for record in pending {
         approvals.watched.add_orphan(&record.id);
@@ -143,11 +144,7 @@ pub fn restore_orphans(inner: &Inner, pending: Vec<arbor_agent_graph::ApprovalRe
             action: record.action.clone(),
             justification: record.justification.clone(),
             from_before: true,
-            reply: Reply::Stored {
-                store: inner.store.clone(),
-                key: super::need::record_key(&record),
-                watched: Arc::clone(&approvals.watched),
-            },
+            reply: Reply::Stored(Arc::clone(inner)),
         });
     }
 }

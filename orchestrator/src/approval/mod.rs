@@ -11,6 +11,7 @@
 mod broker;
 mod guardian;
 mod human;
+mod ledger;
 mod need;
 mod review;
 mod watch;
@@ -28,11 +29,13 @@ use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 use crate::runtime::Inner;
+pub(crate) use broker::override_line;
 use broker::{Request, Settled};
-pub use human::{ApprovalPrompt, TerminalAnswer, restore_orphans};
+pub use human::{ApprovalPrompt, TerminalAnswer};
+use ledger::Ledger;
 pub use need::{FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, record_key};
 use watch::Watched;
-pub use watch::{undecided_lines, watch};
+pub use watch::{answered, restore};
 
 /// The session's approval state.
 #[derive(Debug)]
@@ -48,6 +51,8 @@ pub struct Approvals {
     prompts: Option<mpsc::UnboundedSender<ApprovalPrompt>>,
     prompts_rx: Mutex<Option<mpsc::UnboundedReceiver<ApprovalPrompt>>>,
     watched: Arc<Watched>,
+    /// Every request of the session and every override, as the driver knows them.
+    ledger: Mutex<Ledger>,
     /// Serialises reviews through the one guardian.
     review: tokio::sync::Mutex<()>,
     root_task: Mutex<Option<String>>,
@@ -71,6 +76,7 @@ impl Approvals {
             prompts,
             prompts_rx: Mutex::new(prompts_rx),
             watched: Arc::new(Watched::default()),
+            ledger: Mutex::new(Ledger::default()),
             review: tokio::sync::Mutex::new(()),
             root_task: Mutex::new(None),
         }
@@ -88,6 +94,11 @@ impl Approvals {
         if let Some(prompts) = &self.prompts {
             let _ = prompts.send(prompt);
         }
+    }
+
+    /// The session's requests and overrides.
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The sandbox of `mode` rooted at `workspace`.

@@ -1,29 +1,31 @@
-//! Watching the store for decisions made by other processes (`arbor approve|deny`): requests
-//! a requester waits on, and orphans (pending requests nobody waits for any more: cut short,
-//! or from before a restart), whose decisions are announced and reach the requester's rollout.
+//! Requests waiting for a human, and human answers that reach the driver from elsewhere: from
+//! another process through the log (`arbor approve|deny` append a `user_answer` line), or at
+//! the terminal for a request from before a restart. The driver turns each answer into the
+//! lines that decide the request or grant an override, so every decision has one author.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arbor_agent_graph::{ApprovalOutcome, ApprovalRecord};
-use arbor_protocol::RolloutItem;
+use arbor_agent_graph::{
+    AnswerOutcome, ApprovalOutcome, ApprovalRecord, SessionState, answer_outcome,
+};
+use arbor_protocol::{OverrideUsed, RolloutItem};
 use tokio::sync::oneshot;
 
-use super::broker::{Settled, announce_decision, decided_line};
-use crate::journal::POLL_INTERVAL;
+use super::broker::{Settled, announce_decision, decided_line, override_line};
 use crate::runtime::Inner;
 
-/// Requests this process watches in the store: waiters (a requester waits for a human) and
-/// orphans (pending requests nobody waits for any more: cut short, or from before a restart).
+/// Requests a requester waits on (a human may answer them) and orphans (pending requests
+/// nobody waits for any more: cut short, or from before a restart).
 #[derive(Debug, Default)]
 pub struct Watched {
-    waiters: Mutex<HashMap<String, oneshot::Sender<ApprovalRecord>>>,
+    waiters: Mutex<HashMap<String, oneshot::Sender<Settled>>>,
     orphans: Mutex<HashSet<String>>,
 }
 
 impl Watched {
-    /// Watches `id` for a decision from another process; resolves with its record.
-    pub fn wait_for(self: &Arc<Self>, id: &str) -> (oneshot::Receiver<ApprovalRecord>, WaitGuard) {
+    /// Waits for a human's answer to `id` given elsewhere; resolves with the decision.
+    pub fn wait_for(self: &Arc<Self>, id: &str) -> (oneshot::Receiver<Settled>, WaitGuard) {
         let (tx, rx) = oneshot::channel();
         self.lock_waiters().insert(id.to_string(), tx);
         let guard = WaitGuard {
@@ -46,41 +48,25 @@ impl Watched {
 
     /// Watches a pending request nobody waits for.
     pub fn add_orphan(&self, id: &str) {
-        self.orphans
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.to_string());
+        self.lock_orphans().insert(id.to_string());
     }
 
     /// Whether `id` is a pending request nobody waits for.
     pub fn is_orphan(&self, id: &str) -> bool {
-        self.orphans
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(id)
+        self.lock_orphans().contains(id)
     }
 
-    fn lock_waiters(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<ApprovalRecord>>> {
+    fn lock_waiters(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Settled>>> {
         self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.lock_waiters().keys().cloned().collect();
-        ids.extend(
-            self.orphans
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .iter()
-                .cloned(),
-        );
-        ids
+    fn lock_orphans(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.orphans.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-/// Stops watching a request when its waiter is done; a waiter dropped before its request was
-/// decided (its turn was cut short) leaves the request watched as an orphan.
+/// Stops waiting for a request when its waiter is done; a waiter dropped before its request
+/// was decided (its turn was cut short) leaves the request watched as an orphan.
 #[derive(Debug)]
 pub struct WaitGuard {
     watched: Arc<Watched>,
@@ -104,99 +90,84 @@ impl Drop for WaitGuard {
     }
 }
 
-/// Polls the store for decisions of watched requests until the session stops: a waiter gets
-/// its record; an orphan's decision is announced (`approval.decided`).
-pub fn watch(inner: &Arc<Inner>) {
-    let watcher = Arc::clone(inner);
-    let token = inner.root_token.clone();
-    inner.tracker.spawn(async move {
-        let mut tick = tokio::time::interval(POLL_INTERVAL);
-        loop {
-            tokio::select! {
-                () = token.cancelled() => break,
-                _ = tick.tick() => {}
-            }
-            let ids = watcher.approvals.watched.ids();
-            if ids.is_empty() {
-                continue;
-            }
-            let store = watcher.store.clone();
-            let session = watcher.session_id;
-            let decided = tokio::task::spawn_blocking(move || {
-                let pending: HashSet<String> = store
-                    .pending_approvals(session)?
-                    .into_iter()
-                    .map(|record| record.id)
-                    .collect();
-                let mut decided = Vec::new();
-                for id in ids.iter().filter(|id| !pending.contains(*id)) {
-                    if let Some(record) = store.approval(id)? {
-                        decided.push(record);
-                    }
-                }
-                Ok::<_, arbor_agent_graph::StoreError>(decided)
-            })
-            .await;
-            match decided {
-                Ok(Ok(records)) => {
-                    for record in records {
-                        deliver(&watcher, record);
-                    }
-                }
-                Ok(Err(err)) => tracing::error!(error = %err, "approval log unreadable"),
-                Err(err) => tracing::error!(error = %err, "approval watcher failed"),
-            }
+/// A human's answer to request `id`, given outside its waiter: a pending request that is waited
+/// on gets it at once (an approval also grants an override, used up by the request itself); an
+/// orphan is decided now (an approval leaves an override for the identical retry); a denial
+/// that can be overridden gets an override; anything else changes nothing.
+pub fn answered(inner: &Inner, id: &str, approve: bool) {
+    let approvals = &inner.approvals;
+    let Some(known) = approvals.ledger().get(id).cloned() else {
+        tracing::warn!(
+            id,
+            "an answer to an approval request this session does not know"
+        );
+        return;
+    };
+    let requester = inner.registry.get(known.requester);
+    let append = |lines: &[RolloutItem]| {
+        let result = match &requester {
+            Some(agent) => agent.record(lines).map(|_| ()),
+            None => inner
+                .log
+                .append(known.requester, lines.iter().cloned())
+                .map(|_| ()),
+        };
+        if let Err(err) = result {
+            tracing::error!(id, error = %err, "approval answer not recorded");
         }
-    });
-}
-
-fn deliver(inner: &Inner, record: ApprovalRecord) {
-    let watched = &inner.approvals.watched;
-    if let Some(waiter) = watched.lock_waiters().remove(&record.id) {
-        let _ = waiter.send(record);
+    };
+    let waiter = approvals.watched.lock_waiters().remove(id);
+    if let Some(waiter) = waiter {
+        if approve && let Some(key) = &known.key {
+            // The waiter runs the approved action: the approval's override is used by the
+            // request itself.
+            append(&[
+                override_line(id, key),
+                RolloutItem::OverrideUsed(OverrideUsed {
+                    request_id: id.to_string(),
+                    used_by: id.to_string(),
+                }),
+            ]);
+            approvals.ledger().grant(id, key.clone(), true);
+        }
+        let _ = waiter.send(Settled::by_user(approve));
         return;
     }
-    let was_orphan = watched
-        .orphans
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .remove(&record.id);
-    if was_orphan {
-        let settled = Settled::from_record(&record);
-        // A resident requester records the decision now; an evicted or not yet revived one
-        // catches up when it is revived (`undecided_lines`).
-        if let Some(requester) = inner.registry.get(record.requester_id)
-            && requester.is_resident()
-            && let Err(err) = requester.record(&[decided_line(&record.id, &settled)])
-        {
-            tracing::error!(path = %requester.path(), error = %err, "approval decision not in the rollout");
+    match known.outcome {
+        ApprovalOutcome::Pending => {
+            let settled = Settled::by_user(approve);
+            let mut lines = vec![decided_line(id, &settled)];
+            if approve && let Some(key) = &known.key {
+                lines.push(override_line(id, key));
+                approvals.ledger().grant(id, key.clone(), false);
+            }
+            append(&lines);
+            approvals
+                .ledger()
+                .decide(id, settled.outcome, settled.decided_by);
+            approvals.watched.lock_orphans().remove(id);
+            announce_decision(inner, id, &settled);
         }
-        announce_decision(inner, &record.id, &settled);
+        outcome => {
+            let overridden = approvals.ledger().overridden(id);
+            if answer_outcome(outcome, known.decided_by, overridden, approve)
+                == AnswerOutcome::Overridden
+                && let Some(key) = &known.key
+            {
+                append(&[override_line(id, key)]);
+                approvals.ledger().grant(id, key.clone(), false);
+            }
+        }
     }
 }
 
-/// The `approval_decided` lines a rollout lacks: requests it records as asked, whose decision
-/// another process stored meanwhile (an answer given after a restart). Blocking (store reads).
-pub fn undecided_lines(
-    store: &arbor_agent_graph::Store,
-    read: &arbor_rollout::RolloutRead,
-) -> Vec<RolloutItem> {
-    let mut asked: Vec<&str> = Vec::new();
-    let mut decided: HashSet<&str> = HashSet::new();
-    for item in read.items() {
-        match item {
-            RolloutItem::ApprovalRequested(line) => asked.push(&line.request_id),
-            RolloutItem::ApprovalDecided(line) => {
-                decided.insert(&line.request_id);
-            }
-            _ => {}
-        }
+/// At resume: the ledger from the session's state, the requests still pending watched as
+/// orphans (and offered to the terminal), and the answers other processes gave while no
+/// driver ran acted on now.
+pub fn restore(inner: &Arc<Inner>, state: &SessionState, pending: Vec<ApprovalRecord>) {
+    *inner.approvals.ledger() = super::ledger::Ledger::from_state(state);
+    super::human::restore_orphans(inner, pending);
+    for (id, approve) in &state.answers {
+        answered(inner, id, *approve);
     }
-    asked
-        .into_iter()
-        .filter(|id| !decided.contains(id))
-        .filter_map(|id| store.approval(id).ok().flatten())
-        .filter(|record| record.outcome != ApprovalOutcome::Pending)
-        .map(|record| decided_line(&record.id, &Settled::from_record(&record)))
-        .collect()
 }

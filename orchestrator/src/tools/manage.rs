@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use arbor_agent_graph::EdgeStatus;
 use arbor_protocol::{AgentClosed, AgentStatus, Event, RolloutItem};
 use serde::Deserialize;
 use serde_json::json;
@@ -92,8 +91,8 @@ pub async fn close_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
     Ok(json!({ "previous_status": previous }).to_string())
 }
 
-/// Closes `target` on behalf of `closer`: the close is recorded in the closer's rollout, the
-/// target's edge is marked Closed, and the target and its live descendants stop.
+/// Closes `target` on behalf of `closer`: the close is a line of the closer's (which closes
+/// the target's edge in the store), and the target and its live descendants stop.
 pub async fn close(
     inner: &Arc<Inner>,
     closer: Option<&Agent>,
@@ -109,8 +108,8 @@ pub async fn close(
         state.status = AgentStatus::Closed;
         (previous, state.turn_token.is_some())
     };
-    // A close by an agent is recorded in its rollout; one from outside the tree is already in
-    // the session journal.
+    // A close by an agent is a line of its own; one from outside the tree is already in the
+    // log (`user_close`).
     if let Some(closer) = closer {
         closer
             .record(&[RolloutItem::AgentClosed(AgentClosed {
@@ -120,11 +119,6 @@ pub async fn close(
             })])
             .map_err(|err| err.to_string())?;
     }
-    inner
-        .store
-        .set_edge_status(target.id(), EdgeStatus::Closed)
-        .await
-        .map_err(|err| err.to_string())?;
     inner.registry.release_path(target);
     if running {
         cancel_turn(target, "closed");

@@ -21,7 +21,7 @@ pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &s
     let args: MessageArgs = parse_args("send_message", arguments)?;
     mail::check_content(&args.message)?;
     let target = resolve_target(inner, caller, &args.target)?;
-    mail::send(inner, caller, &target, MailKind::Message, &args.message).await?;
+    mail::send(inner, caller, &target, MailKind::Message, &args.message)?;
     Ok(String::new())
 }
 
@@ -30,6 +30,6 @@ pub async fn followup_task(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &
     mail::check_content(&args.message)?;
     let target = resolve_target(inner, caller, &args.target)?;
     mail::check_recipient(MailKind::Followup, target.path())?;
-    mail::send(inner, caller, &target, MailKind::Followup, &args.message).await?;
+    mail::send(inner, caller, &target, MailKind::Followup, &args.message)?;
     Ok(String::new())
 }

@@ -111,6 +111,7 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
             nickname: Some(nickname.clone()),
             cwd: caller.identity.cwd.clone(),
             internal: false,
+            stamp: None,
         },
     )
     .await?;
@@ -124,7 +125,7 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         child.record(&lines).map_err(|err| err.to_string())?;
         child.state().history.extend(forked);
     }
-    mail::send(inner, caller, &child, MailKind::Spawn, &args.message).await?;
+    mail::send(inner, caller, &child, MailKind::Spawn, &args.message)?;
     Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
 }
 

@@ -1,9 +1,12 @@
 //! The work tools, `exec_command` and `apply_patch`, run in the agent's own cwd: commands in
 //! the agent's sandbox after the approval gate, patches confined to what that sandbox would
-//! allow a command to write.
+//! allow a command to write. Either touches the workspace only once the session log is durable
+//! up to the call that asked for it (behaviour §9): a crash never leaves a side effect that the
+//! log does not explain.
 
 use std::sync::Arc;
 
+use arbor_rollout::log::Urgency;
 use arbor_tools::{ExecArgs, ExecConfig, ExecRequest, run_exec};
 use serde::Deserialize;
 
@@ -17,6 +20,7 @@ pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &st
     let request = ExecRequest::from_args(&args, &agent.identity.cwd, &ExecConfig::default())
         .map_err(|err| err.to_string())?;
     let launcher = approval::gate_exec(inner, agent, &args, &request.workdir).await?;
+    durable_now(inner).await?;
     let request = request
         .with_launcher(launcher)
         .with_live(agent.live.clone());
@@ -29,8 +33,9 @@ struct PatchArgs {
     patch: String,
 }
 
-pub async fn apply_patch(_inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
+    durable_now(inner).await?;
     let cwd = agent.identity.cwd.clone();
     let mode = agent.identity.caps.sandbox;
     tokio::task::spawn_blocking(move || arbor_tools::apply_patch_confined(&cwd, &args.patch, mode))
@@ -38,4 +43,14 @@ pub async fn apply_patch(_inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &st
         .map_err(|err| format!("apply_patch failed to run: {err}"))?
         .map(|summary| summary.to_string())
         .map_err(|err| err.to_string())
+}
+
+/// Waits until everything appended so far is on disk; a failed log refuses the side effect.
+async fn durable_now(inner: &Inner) -> Result<(), String> {
+    let upto = inner.log.appended();
+    inner
+        .log
+        .durable(upto, Urgency::Now)
+        .await
+        .map_err(|err| format!("not run: {err}"))
 }

@@ -1,6 +1,6 @@
 //! Approvals (behaviour §7): the command policy through a session, policy `never`, the user as
-//! reviewer (terminal, headless, for the session), the audit, and the store's answers. The
-//! guardian and the real binary have their own modules.
+//! reviewer (terminal, headless, for the session) and the audit. The guardian and the real
+//! binary have their own modules.
 
 mod cli;
 mod guardian;
@@ -8,10 +8,7 @@ mod overrides;
 
 use std::path::Path;
 
-use arbor_agent_graph::{
-    AnswerOutcome, ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, HumanAnswer,
-    OverrideKey, Store,
-};
+use arbor_agent_graph::{ApprovalRecord, Store};
 use arbor_guardian::{DENIED_SENTENCE, NO_APPROVER_SENTENCE, POLICY_NEVER_SENTENCE};
 use arbor_orchestrator::{FORBIDDEN_SENTENCE, Orchestrator, RunConfig, TerminalAnswer};
 use arbor_protocol::{AgentStatus, ApprovalPolicy, Event, ResponseItem, RolloutItem};
@@ -37,8 +34,11 @@ pub fn root_calls(calls: &[Value]) -> Value {
     json!({"match": "/root", "responses": responses})
 }
 
-/// The session's approval log.
+/// The session's approval log, as the store holds it once everything so far is written.
 pub fn log(s: &Session) -> Vec<ApprovalRecord> {
+    s.orch
+        .flush_blocking()
+        .expect("the session's files are written");
     s.orch
         .store()
         .approvals(s.orch.session_id())
@@ -57,7 +57,8 @@ pub fn assert_audit_complete(store: &Store, records: &[ApprovalRecord]) {
             .thread(record.requester_id)
             .expect("thread")
             .expect("requester indexed");
-        let read = read_rollout(Path::new(&thread.rollout_path)).expect("rollout");
+        let home = store.path().parent().expect("the store's home");
+        let read = read_rollout(&home.join(&thread.rollout_path)).expect("rollout");
         let requested = read
             .items()
             .filter(|item| matches!(item, RolloutItem::ApprovalRequested(r) if r.request_id == record.id))
@@ -324,105 +325,6 @@ async fn approved_for_session_is_cached_per_command_and_cwd() {
         Some("approved for the session")
     );
     assert_audit_complete(s.orch.store(), &records);
-}
-
-fn guardian_deny() -> ApprovalDecision {
-    ApprovalDecision {
-        outcome: ApprovalOutcome::Deny,
-        decided_by: DecidedBy::Guardian,
-        risk_level: Some("high".into()),
-        rationale: None,
-        tokens: None,
-    }
-}
-
-#[test]
-fn a_human_answer_decides_once_and_overrides_only_denials() {
-    let home = tempfile::tempdir().expect("home");
-    let store = Store::open(home.path()).expect("store");
-    crate::store::seed_threads(&store, 1, &[(1, None, "/root"), (2, Some(1), "/root/w")]);
-    let session = crate::store::tid(1);
-    let requester = (crate::store::tid(2), Session::path("/root/w"));
-    let key = OverrideKey {
-        requester: requester.1.clone(),
-        command: "git push".into(),
-        cwd: "/w".into(),
-        escalated: false,
-    };
-    let request = |id: &str| {
-        ApprovalRecord::pending(
-            id.to_string(),
-            session,
-            requester.0,
-            requester.1.clone(),
-            json!({"tool": "exec_command", "command": "git push"}),
-            None,
-        )
-    };
-    for id in ["a", "b"] {
-        store
-            .record_approval_request(request(id))
-            .wait()
-            .expect("recorded");
-    }
-    let approve = || HumanAnswer::Approve(key.clone());
-    assert_eq!(
-        store.answer_approval("a", approve()).wait().expect("a"),
-        AnswerOutcome::Decided
-    );
-    assert!(matches!(
-        store
-            .answer_approval("a", HumanAnswer::Deny)
-            .wait()
-            .expect("again"),
-        AnswerOutcome::AlreadyDecided { .. }
-    ));
-    assert!(
-        !store
-            .decide_pending_approval("a", guardian_deny())
-            .wait()
-            .expect("conditional")
-    );
-    assert!(
-        store
-            .decide_pending_approval("b", guardian_deny())
-            .wait()
-            .expect("conditional")
-    );
-    assert_eq!(
-        store.answer_approval("b", approve()).wait().expect("b"),
-        AnswerOutcome::Overridden
-    );
-    assert_eq!(
-        store
-            .answer_approval("b", approve())
-            .wait()
-            .expect("b again"),
-        AnswerOutcome::AlreadyOverridden
-    );
-    // Two overrides for one key: the retries use them oldest first, once each.
-    let take = |by: &str| {
-        store
-            .take_override(session, key.clone(), by)
-            .wait()
-            .expect("take")
-    };
-    assert_eq!(take("r1").as_deref(), Some("a"));
-    assert_eq!(take("r2").as_deref(), Some("b"));
-    assert_eq!(take("r3"), None);
-    let used: Vec<Option<String>> = store
-        .overrides(session)
-        .expect("overrides")
-        .into_iter()
-        .map(|o| o.used_by)
-        .collect();
-    assert_eq!(used, [Some("r1".to_string()), Some("r2".to_string())]);
-    assert!(
-        store
-            .answer_approval("zzz", HumanAnswer::Deny)
-            .wait()
-            .is_err()
-    );
 }
 
 #[tokio::test]

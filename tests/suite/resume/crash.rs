@@ -164,7 +164,7 @@ fn sigkill_mid_turn_and_after_send_loses_nothing_and_delivers_nothing_twice() {
     for row in &list {
         let id = arbor_protocol::ThreadId::parse(row["id"].as_str().expect("id")).expect("id");
         let record = store.thread(id).expect("read").expect("row");
-        let ids = consumed_ids(Path::new(&record.rollout_path));
+        let ids = consumed_ids(&ws.home().join(&record.rollout_path));
         assert_unique(&ids);
     }
     // The busy worker's cut turn was closed out in its rollout when it was revived.

@@ -3,7 +3,7 @@
 use std::fs;
 
 use arbor_protocol::RolloutItem;
-use arbor_rollout::{Entry, RolloutError, RolloutReader, RolloutWriter, read_rollout};
+use arbor_rollout::{Entry, RolloutError, RolloutReader, read_rollout};
 
 use super::{bad_line, file_lines, said, turn, write_lines, written};
 
@@ -121,7 +121,7 @@ fn the_first_line_must_be_the_header() {
         "rollout {p}: line 1 is a `hologram` item, expected the session_meta header",
     );
     assert!(matches!(
-        RolloutWriter::open_append(&home.path().join("absent.jsonl")),
+        read_rollout(&home.path().join("absent.jsonl")),
         Err(RolloutError::Io { op: "open", .. })
     ));
 }

@@ -12,7 +12,8 @@ use arbor_protocol::{
     AgentPath, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, SessionMeta, ThreadId,
     TurnStarted,
 };
-use arbor_rollout::{RolloutError, RolloutWriter, read_rollout};
+use arbor_rollout::log::{SessionLog, Start, Synced, Urgency};
+use arbor_rollout::{RolloutError, RolloutProjector};
 
 fn meta(thread_id: ThreadId) -> SessionMeta {
     SessionMeta {
@@ -42,21 +43,32 @@ fn said(text: &str) -> RolloutItem {
     })
 }
 
-/// A fresh home with a created rollout holding `items` after its header; the writer is dropped.
-fn written(items: &[RolloutItem]) -> (tempfile::TempDir, PathBuf) {
-    let home = tempfile::tempdir().expect("tempdir");
-    let mut writer = RolloutWriter::create(home.path(), &meta(ThreadId::new())).expect("create");
-    for item in items {
-        writer.append(item).expect("append");
+/// Appends `items` of `thread` (a header first when `header` is set) to a session log at
+/// `home/log.jsonl`, syncs and closes it; returns its synced batches.
+fn logged(home: &Path, thread: ThreadId, header: bool, items: &[RolloutItem]) -> Vec<Synced> {
+    let (log, outlets) = SessionLog::start(&home.join("log.jsonl"), Start::default()).expect("log");
+    let mut all = Vec::new();
+    if header {
+        all.push(RolloutItem::SessionMeta(meta(thread)));
     }
-    writer.sync().expect("sync");
-    let path = writer.path().to_path_buf();
-    (home, path)
+    all.extend(items.iter().cloned());
+    let lsn = log.append(thread, all).expect("append");
+    log.wait_durable(lsn, Urgency::Now).expect("durable");
+    log.close().expect("close");
+    outlets.synced.iter().collect()
 }
 
-fn items_of(path: &Path) -> Vec<RolloutItem> {
-    let read = read_rollout(path).expect("read");
-    read.items().skip(1).cloned().collect()
+/// A fresh home with a rollout holding `items` after its header, written the way every rollout
+/// is: lines of the session log, projected once synced.
+fn written(items: &[RolloutItem]) -> (tempfile::TempDir, PathBuf) {
+    let home = tempfile::tempdir().expect("tempdir");
+    let id = ThreadId::new();
+    let mut projector = RolloutProjector::new(home.path());
+    for batch in logged(home.path(), id, true, items) {
+        projector.project(&batch.lines).expect("project");
+    }
+    let path = projector.path_of(id).expect("known").to_path_buf();
+    (home, path)
 }
 
 /// The file's lines, without newlines.

@@ -1,15 +1,16 @@
-//! Writing: every item round trips, the counters, the path layout, `find`, no overwrite.
+//! Writing: every item round trips through the log and into its rollout, the path layout,
+//! `find`, and projecting twice changes nothing.
 
 use std::fs;
 
 use arbor_protocol::{
-    AbortKind, AgentClosed, AgentPath, AgentStatus, ApprovalDecided, ApprovalRequested, Mail,
-    MailConsumed, MailKind, ResponseItem, RolloutItem, SessionMeta, ThreadId, Timestamp,
-    TurnAborted, TurnCompleted, Usage,
+    AbortKind, AgentClosed, AgentPath, AgentStatus, ApprovalDecided, ApprovalOverride,
+    ApprovalRequested, Mail, MailConsumed, MailKind, OverrideUsed, ResponseItem, RolloutItem,
+    SessionMeta, StatusChanged, ThreadId, Timestamp, TurnAborted, TurnCompleted, Usage, UserAnswer,
+    UserMail, UserTarget,
 };
-use arbor_rollout::{
-    RolloutError, RolloutWriter, find_rollout, list_rollouts, read_rollout, rollout_path,
-};
+use arbor_rollout::log::{SessionLog, Start, Urgency};
+use arbor_rollout::{RolloutProjector, find_rollout, list_rollouts, read_rollout, rollout_path};
 
 use super::{meta, said, turn};
 
@@ -103,11 +104,38 @@ fn every_item() -> Vec<RolloutItem> {
             kind: AbortKind::Errored,
             reason: "turn response limit reached".into(),
         }),
+        RolloutItem::Status(StatusChanged {
+            status: AgentStatus::Queued,
+        }),
+        RolloutItem::UserMail(UserMail {
+            recipient_id: child_id,
+            mail: Mail::new(root.clone(), root.clone(), MailKind::Message, "hi".into()),
+        }),
+        RolloutItem::UserClose(UserTarget {
+            target_id: child_id,
+        }),
+        RolloutItem::UserInterrupt(UserTarget {
+            target_id: child_id,
+        }),
+        RolloutItem::UserAnswer(UserAnswer {
+            request_id: "req_1".into(),
+            approve: true,
+        }),
+        RolloutItem::ApprovalOverride(ApprovalOverride {
+            request_id: "req_1".into(),
+            command: "rm -rf build".into(),
+            cwd: "/w".into(),
+            escalated: false,
+        }),
+        RolloutItem::OverrideUsed(OverrideUsed {
+            request_id: "req_1".into(),
+            used_by: "req_2".into(),
+        }),
     ]
 }
 
 #[test]
-fn every_item_variant_round_trips() {
+fn every_item_variant_round_trips_through_the_log_and_the_rollout() {
     let items = every_item();
     let mut covered: Vec<&str> = items.iter().map(RolloutItem::type_name).collect();
     covered.sort_unstable();
@@ -117,48 +145,47 @@ fn every_item_variant_round_trips() {
     assert_eq!(covered, known, "every_item() must hold every variant");
 
     let home = tempfile::tempdir().expect("tempdir");
-    let header = meta(ThreadId::new());
+    let id = ThreadId::new();
     let before = Timestamp::now();
-    let mut writer = RolloutWriter::create(home.path(), &header).expect("create");
-    let (single, batch) = items.split_at(items.len() / 2);
-    for item in single {
-        writer.append(item).expect("append");
-    }
-    writer.append_batch(batch).expect("append batch");
-    writer.sync().expect("sync");
-    let path = writer.path().to_path_buf();
-    drop(writer);
+    let batches = super::logged(home.path(), id, true, &items);
     let after = Timestamp::now();
-
-    let read = read_rollout(&path).expect("read");
-    assert_eq!(read.meta, header);
-    assert_eq!((read.torn_tail, read.unknown.len()), (0, 0));
-    assert!(read.notices.is_empty(), "{:?}", read.notices);
-    let mut expected = vec![RolloutItem::SessionMeta(header)];
+    let lines: Vec<_> = batches.iter().flat_map(|b| b.lines.clone()).collect();
+    // The log holds every item, numbered from 1, in order.
+    let logged = arbor_rollout::log::read_log(&home.path().join("log.jsonl"), 0).expect("log");
+    assert!(logged.notices.is_empty(), "{:?}", logged.notices);
+    let mut expected = vec![RolloutItem::SessionMeta(meta(id))];
     expected.extend(items);
-    assert_eq!(read.items().cloned().collect::<Vec<_>>(), expected);
-    let numbers: Vec<usize> = read.lines.iter().map(|(n, _)| *n).collect();
-    assert_eq!(numbers, (1..=expected.len()).collect::<Vec<_>>());
+    assert_eq!(
+        logged
+            .lines
+            .iter()
+            .map(|(l, _)| l.item.clone())
+            .collect::<Vec<_>>(),
+        expected
+    );
+    let seqs: Vec<u64> = logged.lines.iter().filter_map(|(l, _)| l.seq).collect();
+    assert_eq!(seqs, (1..=expected.len() as u64).collect::<Vec<_>>());
+    // The rollout holds the agent's items, byte for byte as in the log; session facts stay
+    // in the log.
+    let mut projector = RolloutProjector::new(home.path());
+    projector.project(&lines).expect("project");
+    let path = projector.path_of(id).expect("known").to_path_buf();
+    let read = read_rollout(&path).expect("read");
+    assert_eq!((read.torn_tail, read.unknown.len()), (0, 0));
+    let in_rollout: Vec<RolloutItem> = expected
+        .iter()
+        .filter(|i| i.in_rollout())
+        .cloned()
+        .collect();
+    assert_eq!(read.items().cloned().collect::<Vec<_>>(), in_rollout);
+    let bytes: Vec<u8> = lines
+        .iter()
+        .filter(|l| l.line.item.in_rollout())
+        .flat_map(|l| l.bytes.clone())
+        .collect();
+    assert_eq!(fs::read(&path).expect("rollout bytes"), bytes);
     let stamps: Vec<Timestamp> = read.lines.iter().map(|(_, l)| l.timestamp).collect();
-    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
     assert!(before <= stamps[0] && stamps[stamps.len() - 1] <= after);
-}
-
-#[test]
-fn writer_counts_lines_bytes_and_syncs() {
-    let home = tempfile::tempdir().expect("tempdir");
-    let mut writer = RolloutWriter::create(home.path(), &meta(ThreadId::new())).expect("create");
-    assert_eq!(writer.stats().lines_written, 1);
-    assert_eq!(writer.stats().syncs, 1);
-    writer.append(&turn(1)).expect("append");
-    writer.append_batch(&[said("a"), said("b")]).expect("batch");
-    writer.append_batch(&[]).expect("empty batch");
-    writer.sync().expect("sync");
-    writer.sync().expect("second sync has nothing to do");
-    let stats = writer.stats();
-    assert_eq!((stats.lines_written, stats.syncs), (4, 2));
-    let on_disk = fs::metadata(writer.path()).expect("stat").len();
-    assert_eq!(stats.bytes_written, on_disk);
 }
 
 #[test]
@@ -170,38 +197,23 @@ fn path_layout_is_sessions_date_folders_and_stamped_name() {
         "sessions/2026/11/30/rollout-2026-11-30T09-32-03-{id}.jsonl"
     ));
     assert_eq!(rollout_path(home.path(), stamp, id), expected);
-    let writer = RolloutWriter::create_at(home.path(), &meta(id), stamp).expect("create");
-    assert_eq!(writer.path(), expected);
-    drop(writer);
+    // A header line names its rollout with its own stamp.
+    let (log, outlets) =
+        SessionLog::start(&home.path().join("log.jsonl"), Start::default()).expect("log");
+    let lsn = log
+        .append_at(id, stamp, [RolloutItem::SessionMeta(meta(id))])
+        .expect("append");
+    log.wait_durable(lsn, Urgency::Now).expect("durable");
+    log.close().expect("close");
+    let mut projector = RolloutProjector::new(home.path());
+    for batch in outlets.synced.iter() {
+        projector.project(&batch.lines).expect("project");
+    }
+    assert_eq!(projector.path_of(id), Some(expected.as_path()));
     let read = read_rollout(&expected).expect("read");
     assert_eq!(read.lines[0].1.timestamp, stamp);
     assert_eq!(find_rollout(home.path(), id).expect("find"), expected);
-
-    // `create` files under today's UTC date.
-    let now_id = ThreadId::new();
-    let (year, month, day) = Timestamp::now().date();
-    let writer = RolloutWriter::create(home.path(), &meta(now_id)).expect("create");
-    let relative = writer.path().strip_prefix(home.path()).expect("under home");
-    let parts: Vec<String> = relative
-        .iter()
-        .map(|part| part.to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        parts[..4],
-        [
-            "sessions".to_string(),
-            format!("{year:04}"),
-            format!("{month:02}"),
-            format!("{day:02}")
-        ]
-    );
-    assert!(parts[4].starts_with(&format!("rollout-{year:04}-{month:02}-{day:02}T")));
-    assert!(parts[4].ends_with(&format!("-{now_id}.jsonl")));
-    assert_eq!(
-        find_rollout(home.path(), now_id).expect("find"),
-        writer.path()
-    );
-    assert_eq!(list_rollouts(home.path()).expect("list").len(), 2);
+    assert_eq!(list_rollouts(home.path()).expect("list"), [expected]);
 }
 
 #[test]
@@ -217,23 +229,19 @@ fn find_names_the_missing_thread() {
 }
 
 #[test]
-fn create_refuses_to_overwrite() {
+fn projecting_the_same_lines_again_changes_no_rollout() {
     let home = tempfile::tempdir().expect("tempdir");
     let id = ThreadId::new();
-    let stamp = Timestamp::now();
-    let mut writer = RolloutWriter::create_at(home.path(), &meta(id), stamp).expect("create");
-    writer.append(&turn(1)).expect("append");
-    let path = writer.path().to_path_buf();
-    drop(writer);
+    let lines: Vec<_> = super::logged(home.path(), id, true, &[turn(1), said("a")])
+        .into_iter()
+        .flat_map(|b| b.lines)
+        .collect();
+    let mut projector = RolloutProjector::new(home.path());
+    projector.project(&lines).expect("project");
+    let path = projector.path_of(id).expect("known").to_path_buf();
     let before = fs::read(&path).expect("read");
-    let err = RolloutWriter::create_at(home.path(), &meta(id), stamp).expect_err("exists");
-    assert!(matches!(err, RolloutError::AlreadyExists { .. }), "{err:?}");
-    assert_eq!(
-        err.to_string(),
-        format!(
-            "rollout {} already exists; refusing to overwrite it",
-            path.display()
-        )
-    );
+    RolloutProjector::new(home.path())
+        .project(&lines)
+        .expect("again");
     assert_eq!(fs::read(&path).expect("read"), before);
 }

@@ -1,86 +1,71 @@
-//! The approval log: requests, decisions, and what is still pending.
+//! The approval log as the projection of approval lines: requests, the first decision, and
+//! what is still pending.
 
-use arbor_agent_graph::{ApprovalDecision, ApprovalOutcome, ApprovalRecord, DecidedBy, StoreError};
-use arbor_protocol::AgentPath;
+use arbor_agent_graph::{ApprovalOutcome, DecidedBy};
+use arbor_protocol::{ApprovalDecided, ApprovalRequested, RolloutItem};
 
-use super::{open_store, path, seed_threads, tid};
+use super::{Seed, open_store, tid};
 
-#[test]
-fn approvals_are_logged_with_their_decisions() {
-    let (_dir, store) = open_store();
-    seed_threads(&store, 1, &[(1, None, "/root"), (2, Some(1), "/root/w")]);
-    let action = serde_json::json!({"type": "exec", "cmd": ["rm", "-rf", "build"]});
-    let first = ApprovalRecord::pending(
-        "req-1".into(),
-        tid(1),
-        tid(2),
-        path("/root/w"),
-        action.clone(),
-        Some("clean the build".into()),
-    );
-    let second = ApprovalRecord::pending(
-        "req-2".into(),
-        tid(1),
-        tid(1),
-        AgentPath::root(),
-        action,
-        None,
-    );
-    store
-        .record_approval_request(first.clone())
-        .wait()
-        .expect("request 1");
-    store
-        .record_approval_request(second.clone())
-        .wait()
-        .expect("request 2");
-    assert_eq!(
-        store.pending_approvals(tid(1)).expect("pending"),
-        [first.clone(), second.clone()]
-    );
+fn asked(id: &str, justification: Option<&str>) -> RolloutItem {
+    RolloutItem::ApprovalRequested(ApprovalRequested {
+        request_id: id.into(),
+        action: serde_json::json!({"type": "exec", "cmd": ["rm", "-rf", "build"]}),
+        justification: justification.map(str::to_string),
+    })
+}
 
-    let decision = ApprovalDecision {
-        outcome: ApprovalOutcome::Deny,
-        decided_by: DecidedBy::Guardian,
+fn decided(id: &str, outcome: &str, by: &str) -> RolloutItem {
+    RolloutItem::ApprovalDecided(ApprovalDecided {
+        request_id: id.into(),
+        outcome: outcome.into(),
+        decided_by: Some(by.into()),
         risk_level: Some("high".into()),
         rationale: Some("deletes files".into()),
         tokens: Some(1234),
-    };
-    store
-        .decide_approval("req-1", decision)
-        .wait()
-        .expect("decide");
+    })
+}
+
+#[test]
+fn approvals_are_logged_with_their_first_decision() {
+    let (_dir, store) = open_store();
+    let mut seed = Seed::new(1);
+    seed.spawn(1, None, "/root")
+        .spawn(2, Some(1), "/root/w")
+        .line(2, asked("req-1", Some("clean the build")))
+        .line(1, asked("req-2", None))
+        .commit(&store);
+    let pending = store.pending_approvals(tid(1)).expect("pending");
+    assert_eq!(
+        pending.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+        ["req-1", "req-2"]
+    );
+    assert_eq!(pending[0].requester_id, tid(2));
+    assert_eq!(pending[0].requester.as_str(), "/root/w");
+    assert_eq!(pending[0].justification.as_deref(), Some("clean the build"));
+
+    seed.line(2, decided("req-1", "deny", "guardian"))
+        .line(2, decided("req-1", "allow", "user"))
+        .line(2, decided("req-9", "allow", "user"))
+        .commit(&store);
     let all = store.approvals(tid(1)).expect("list");
     assert_eq!(all.len(), 2);
-    let decided = &all[0];
-    assert_eq!(decided.id, "req-1");
-    assert_eq!(decided.outcome, ApprovalOutcome::Deny);
-    assert_eq!(decided.decided_by, Some(DecidedBy::Guardian));
-    assert_eq!(decided.risk_level.as_deref(), Some("high"));
-    assert_eq!(decided.rationale.as_deref(), Some("deletes files"));
-    assert_eq!(decided.tokens, Some(1234));
-    assert!(decided.decided_at.is_some_and(|t| t >= first.requested_at));
+    let first = &all[0];
     assert_eq!(
-        (&decided.action, &decided.justification),
-        (&first.action, &first.justification)
+        first.outcome,
+        ApprovalOutcome::Deny,
+        "the first decision stands"
     );
-    assert_eq!(
-        (decided.requester_id, &decided.requester),
-        (tid(2), &first.requester)
-    );
-    assert_eq!(all[1], second);
-    assert_eq!(store.pending_approvals(tid(1)).expect("pending"), [second]);
-
-    let nobody = ApprovalDecision {
-        outcome: ApprovalOutcome::Allow,
-        decided_by: DecidedBy::User,
-        risk_level: None,
-        rationale: None,
-        tokens: None,
-    };
-    let err = store
-        .decide_approval("req-9", nobody)
-        .wait()
-        .expect_err("unknown");
-    assert!(matches!(err, StoreError::UnknownApproval(_)), "{err}");
+    assert_eq!(first.decided_by, Some(DecidedBy::Guardian));
+    assert_eq!(first.risk_level.as_deref(), Some("high"));
+    assert_eq!(first.rationale.as_deref(), Some("deletes files"));
+    assert_eq!(first.tokens, Some(1234));
+    assert!(first.decided_at.is_some_and(|t| t >= first.requested_at));
+    let ids: Vec<_> = store
+        .pending_approvals(tid(1))
+        .expect("pending")
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(ids, ["req-2"]);
+    assert_eq!(store.approval("req-9").expect("read"), None);
 }

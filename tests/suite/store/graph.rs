@@ -3,24 +3,17 @@
 use arbor_agent_graph::{AgentGraphStore, EdgeStatus, StoreError};
 use arbor_protocol::AgentStatus;
 
-use super::{descendant_fixture, ids, open_store, path, record, seed_edges, seed_threads, tid};
+use super::{Seed, descendant_fixture, ids, open_store, path, tid};
 
 #[test]
 fn children_are_ordered_by_id_and_filtered_by_status() {
     let (_dir, store) = open_store();
-    seed_threads(
-        &store,
-        1,
-        &[
-            (1, None, "/root"),
-            (2, Some(1), "/root/c2"),
-            (3, Some(1), "/root/c3"),
-        ],
-    );
-    seed_edges(
-        &store,
-        &[(1, 3, EdgeStatus::Closed), (1, 2, EdgeStatus::Open)],
-    );
+    let mut seed = Seed::new(1);
+    seed.spawn(1, None, "/root")
+        .spawn(3, Some(1), "/root/c3")
+        .spawn(2, Some(1), "/root/c2")
+        .close(3)
+        .commit(&store);
     let check = |filter, want: &[u64]| {
         assert_eq!(
             store.children(tid(1), filter).expect("children"),
@@ -31,28 +24,14 @@ fn children_are_ordered_by_id_and_filtered_by_status() {
     check(None, &[2, 3]);
     check(Some(EdgeStatus::Open), &[2]);
     check(Some(EdgeStatus::Closed), &[3]);
-
-    // A missing edge: a no-op, not an error.
-    assert!(
-        !store
-            .set_edge_status(tid(99), EdgeStatus::Closed)
-            .wait()
-            .expect("no-op")
-    );
-    // Upsert overwrites (last writer wins), and so does set_edge_status.
-    seed_edges(&store, &[(1, 3, EdgeStatus::Open)]);
-    check(Some(EdgeStatus::Open), &[2, 3]);
-    assert!(
-        store
-            .set_edge_status(tid(2), EdgeStatus::Closed)
-            .wait()
-            .expect("close")
-    );
-    check(Some(EdgeStatus::Open), &[3]);
+    // A close of an agent the session does not have changes nothing.
+    seed.close(99).close(2).commit(&store);
+    check(Some(EdgeStatus::Open), &[]);
     assert_eq!(
         store.edge(tid(2)).expect("edge"),
         Some((tid(1), EdgeStatus::Closed))
     );
+    assert_eq!(store.edge(tid(99)).expect("edge"), None);
 }
 
 #[test]
@@ -110,63 +89,49 @@ fn paths_resolve_to_children_and_descendants_through_matching_edges() {
     );
 
     // A closed agent's path reused by a new spawn resolves to the open agent.
-    seed_threads(&store, 20, &[(27, Some(20), "/root/t25")]);
-    seed_edges(&store, &[(20, 27, EdgeStatus::Open)]);
+    let mut seed = super::descendant_seed();
+    seed.spawn(27, Some(20), "/root/t25").commit(&store);
     assert_eq!(child("/root/t25", None), Some(tid(27)));
     assert_eq!(child("/root/t25", closed), Some(tid(25)));
     assert_eq!(below("/root/t25", open), Some(tid(27)));
 }
 
 #[test]
-fn edges_refuse_cycles_and_unknown_threads() {
+fn lines_of_threads_the_session_does_not_have_change_nothing() {
     let (_dir, store) = descendant_fixture();
-    let err = store
-        .upsert_edge(tid(24), tid(20), EdgeStatus::Open)
-        .wait()
-        .expect_err("cycle");
-    assert!(matches!(err, StoreError::Cycle { .. }), "{err}");
-    let err = store
-        .upsert_edge(tid(20), tid(98), EdgeStatus::Open)
-        .wait()
-        .expect_err("unknown child");
-    assert!(
-        matches!(err, StoreError::UnknownThread(id) if id == tid(98)),
-        "{err}"
-    );
-    seed_threads(&store, 30, &[(30, None, "/root")]);
-    let err = store
-        .upsert_edge(tid(20), tid(30), EdgeStatus::Open)
-        .wait()
-        .expect_err("another session");
-    assert!(err.to_string().contains("different sessions"), "{err}");
-    // The failed writes left the graph as it was.
+    let mut seed = super::descendant_seed();
+    seed.status(98, AgentStatus::Running)
+        .close(97)
+        .commit(&store);
     assert_eq!(store.descendants(tid(20), None).expect("bfs").len(), 6);
+    assert_eq!(store.thread(tid(98)).expect("read"), None);
 }
 
 #[test]
 fn thread_index_keeps_records_statuses_and_sessions() {
     let (_dir, store) = open_store();
-    seed_threads(&store, 1, &[(1, None, "/root"), (2, Some(1), "/root/w")]);
-    seed_threads(&store, 3, &[(3, None, "/root")]);
-    let mut want = record(2, 1, Some(1), "/root/w");
-    want.nickname = Some("Plato".into());
-    want.effort = Some("high".into());
-    store.upsert_thread(want.clone()).wait().expect("update");
-    assert_eq!(store.thread(tid(2)).expect("read"), Some(want.clone()));
-
-    let done = AgentStatus::Completed(Some("all done".into()));
-    store
-        .set_thread_status(tid(2), &done)
-        .wait()
-        .expect("status");
+    let mut one = Seed::new(1);
+    one.spawn(1, None, "/root")
+        .spawn_with(2, Some(1), "/root/w", |meta| {
+            meta.nickname = Some("Plato".into());
+            meta.effort = Some("high".into());
+        });
+    one.commit(&store);
+    Seed::new(3).spawn(3, None, "/root").commit(&store);
     let got = store.thread(tid(2)).expect("read").expect("present");
-    assert_eq!(got.status, done);
-    assert!(got.updated_at > want.updated_at);
-    let err = store
-        .set_thread_status(tid(77), &AgentStatus::Running)
-        .wait()
-        .expect_err("unknown");
-    assert!(matches!(err, StoreError::UnknownThread(_)), "{err}");
+    assert_eq!(got.nickname.as_deref(), Some("Plato"));
+    assert_eq!(got.effort.as_deref(), Some("high"));
+    assert_eq!(got.status, AgentStatus::PendingInit);
+    assert!(
+        got.rollout_path.starts_with("sessions/"),
+        "stored relative to the home: {}",
+        got.rollout_path
+    );
+    let done = AgentStatus::Completed(Some("all done".into()));
+    one.status(2, done.clone()).commit(&store);
+    let again = store.thread(tid(2)).expect("read").expect("present");
+    assert_eq!(again.status, done);
+    assert!(again.updated_at > got.updated_at);
 
     let in_session: Vec<_> = store.threads_in_session(tid(1)).expect("list");
     assert_eq!(

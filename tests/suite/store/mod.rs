@@ -1,5 +1,7 @@
-//! The SQLite store: spawn graph, thread index, durable mail, approval log, session tree, bad
-//! files; one module each, with the fixtures they share here.
+//! The SQLite store as the projection of session logs: spawn graph, thread index, mail
+//! queue, approval log, session tree, bad files; one module each, with the fixtures they share
+//! here. Fixtures write rows the one way the store is written: log lines applied to a
+//! session's state, then committed.
 
 mod approvals;
 mod files;
@@ -7,8 +9,11 @@ mod graph;
 mod mail;
 mod tree;
 
-use arbor_agent_graph::{AgentGraphStore, EdgeStatus, Store, ThreadRecord};
-use arbor_protocol::{AgentPath, AgentStatus, ThreadId, Timestamp};
+use arbor_agent_graph::{SessionState, Store};
+use arbor_protocol::{
+    AgentPath, AgentStatus, ROLLOUT_FORMAT_VERSION, RolloutItem, RolloutLine, SessionMeta,
+    StatusChanged, ThreadId, Timestamp, UserTarget,
+};
 
 /// A thread id whose text sorts like `n`.
 pub(crate) fn tid(n: u64) -> ThreadId {
@@ -19,25 +24,79 @@ fn path(text: &str) -> AgentPath {
     AgentPath::parse(text).expect("valid path")
 }
 
-/// A record for thread `n` at `at`, below `parent` (a root when `None`).
-fn record(n: u64, session: u64, parent: Option<u64>, at: &str) -> ThreadRecord {
-    let path = path(at);
-    ThreadRecord {
-        id: tid(n),
-        session_id: tid(session),
-        parent_id: parent.map(tid),
-        depth: path.depth() as u32,
-        path,
-        nickname: None,
-        role: "default".into(),
-        model: "scripted".into(),
-        effort: None,
-        sandbox: "workspace-write".into(),
-        cwd: "/work".into(),
-        status: AgentStatus::Running,
-        rollout_path: format!("/home/sessions/rollout-{n}.jsonl"),
-        created_at: Timestamp::from_millis(1_000 + n as i64),
-        updated_at: Timestamp::from_millis(1_000 + n as i64),
+/// The lines of one session, applied to its state as they are written.
+pub(crate) struct Seed {
+    state: SessionState,
+}
+
+impl Seed {
+    pub(crate) fn new(session: u64) -> Self {
+        Self {
+            state: SessionState::new(tid(session)),
+        }
+    }
+
+    /// Appends a line of thread `n`.
+    pub(crate) fn line(&mut self, n: u64, item: RolloutItem) -> &mut Self {
+        let seq = self.state.applied.seq + 1;
+        let line = RolloutLine {
+            seq: Some(seq),
+            thread: Some(tid(n)),
+            timestamp: Timestamp::from_millis(1_000_000 + seq as i64),
+            item,
+        };
+        let end = self.state.applied.offset + 100;
+        self.state.apply(&line, end);
+        self
+    }
+
+    /// Spawns thread `n` at `at` below `parent` (a root when `None`); `edit` changes its header.
+    pub(crate) fn spawn_with(
+        &mut self,
+        n: u64,
+        parent: Option<u64>,
+        at: &str,
+        edit: impl FnOnce(&mut SessionMeta),
+    ) -> &mut Self {
+        let p = path(at);
+        let mut meta = SessionMeta {
+            thread_id: tid(n),
+            session_id: self.state.session_id().unwrap_or(tid(n)),
+            parent_id: parent.map(tid),
+            depth: p.depth() as u32,
+            path: p,
+            nickname: None,
+            role: "default".into(),
+            model: "scripted".into(),
+            effort: None,
+            sandbox: "workspace-write".into(),
+            cwd: "/work".into(),
+            format_version: ROLLOUT_FORMAT_VERSION,
+        };
+        edit(&mut meta);
+        self.line(n, RolloutItem::SessionMeta(meta))
+    }
+
+    pub(crate) fn spawn(&mut self, n: u64, parent: Option<u64>, at: &str) -> &mut Self {
+        self.spawn_with(n, parent, at, |_| {})
+    }
+
+    /// Closes thread `n` from outside the tree.
+    pub(crate) fn close(&mut self, n: u64) -> &mut Self {
+        self.line(n, RolloutItem::UserClose(UserTarget { target_id: tid(n) }))
+    }
+
+    pub(crate) fn status(&mut self, n: u64, status: AgentStatus) -> &mut Self {
+        self.line(n, RolloutItem::Status(StatusChanged { status }))
+    }
+
+    pub(crate) fn commit(&mut self, store: &Store) -> &mut Self {
+        store.commit(&mut self.state).expect("commit");
+        self
+    }
+
+    pub(crate) fn state(&self) -> &SessionState {
+        &self.state
     }
 }
 
@@ -47,26 +106,6 @@ fn open_store() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
-/// Indexes each thread `(n, parent, path)` of session `session`, parents before children.
-pub(crate) fn seed_threads(store: &Store, session: u64, threads: &[(u64, Option<u64>, &str)]) {
-    for (n, parent, at) in threads {
-        store
-            .upsert_thread(record(*n, session, *parent, at))
-            .wait()
-            .expect("upsert thread");
-    }
-}
-
-/// Writes edges `(parent, child, status)` through the neutral trait, in the given order.
-fn seed_edges(graph: &dyn AgentGraphStore, edges: &[(u64, u64, EdgeStatus)]) {
-    for (parent, child, status) in edges {
-        graph
-            .upsert_edge(tid(*parent), tid(*child), *status)
-            .wait()
-            .expect("upsert edge");
-    }
-}
-
 fn ids(ns: &[u64]) -> Vec<ThreadId> {
     ns.iter().copied().map(tid).collect()
 }
@@ -74,29 +113,21 @@ fn ids(ns: &[u64]) -> Vec<ThreadId> {
 /// R=20 → 22 open, 21 open; 21 → 24 open; 22 → 23 closed; R → 25 closed; 25 → 26 closed.
 fn descendant_fixture() -> (tempfile::TempDir, Store) {
     let (dir, store) = open_store();
-    seed_threads(
-        &store,
-        20,
-        &[
-            (20, None, "/root"),
-            (21, Some(20), "/root/t21"),
-            (22, Some(20), "/root/t22"),
-            (23, Some(22), "/root/t22/t23"),
-            (24, Some(21), "/root/t21/t24"),
-            (25, Some(20), "/root/t25"),
-            (26, Some(25), "/root/t25/t26"),
-        ],
-    );
-    seed_edges(
-        &store,
-        &[
-            (20, 22, EdgeStatus::Open),
-            (20, 21, EdgeStatus::Open),
-            (21, 24, EdgeStatus::Open),
-            (22, 23, EdgeStatus::Closed),
-            (20, 25, EdgeStatus::Closed),
-            (25, 26, EdgeStatus::Closed),
-        ],
-    );
+    descendant_seed().commit(&store);
     (dir, store)
+}
+
+fn descendant_seed() -> Seed {
+    let mut seed = Seed::new(20);
+    seed.spawn(20, None, "/root")
+        .spawn(21, Some(20), "/root/t21")
+        .spawn(22, Some(20), "/root/t22")
+        .spawn(23, Some(22), "/root/t22/t23")
+        .spawn(24, Some(21), "/root/t21/t24")
+        .spawn(25, Some(20), "/root/t25")
+        .spawn(26, Some(25), "/root/t25/t26")
+        .close(23)
+        .close(25)
+        .close(26);
+    seed
 }

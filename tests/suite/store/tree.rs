@@ -1,36 +1,28 @@
 //! The session tree rendered as text, Graphviz dot and Mermaid.
 
-use arbor_agent_graph::{EdgeStatus, SessionTree, Store};
+use arbor_agent_graph::{SessionTree, Store};
 use arbor_protocol::AgentStatus;
 
-use super::{open_store, record, seed_edges, tid};
+use super::{Seed, open_store, tid};
 
 /// Root R=1 with children a=2 (open) and b=3 (closed), and a/c=4 (open) under a.
 fn tree_fixture() -> (tempfile::TempDir, Store) {
     let (dir, store) = open_store();
-    let mut root = record(1, 1, None, "/root");
-    root.nickname = Some("Ada".into());
-    let mut a = record(2, 1, Some(1), "/root/a");
-    a.nickname = Some("Plato".into());
-    a.role = "worker".into();
-    a.status = AgentStatus::Completed(Some("done\nsecond line".into()));
-    let mut b = record(3, 1, Some(1), "/root/b");
-    b.nickname = Some("Hume \"the\" Scot".into());
-    b.status = AgentStatus::Closed;
-    let mut c = record(4, 1, Some(2), "/root/a/c");
-    c.role = "explorer".into();
-    c.status = AgentStatus::Errored("boom".into());
-    for r in [root, a, b, c] {
-        store.upsert_thread(r).wait().expect("thread");
-    }
-    seed_edges(
-        &store,
-        &[
-            (1, 3, EdgeStatus::Closed),
-            (1, 2, EdgeStatus::Open),
-            (2, 4, EdgeStatus::Open),
-        ],
-    );
+    let mut seed = Seed::new(1);
+    seed.spawn_with(1, None, "/root", |m| m.nickname = Some("Ada".into()))
+        .spawn_with(2, Some(1), "/root/a", |m| {
+            m.nickname = Some("Plato".into());
+            m.role = "worker".into();
+        })
+        .spawn_with(3, Some(1), "/root/b", |m| {
+            m.nickname = Some("Hume \"the\" Scot".into());
+        })
+        .spawn_with(4, Some(2), "/root/a/c", |m| m.role = "explorer".into())
+        .status(1, AgentStatus::Running)
+        .status(2, AgentStatus::Completed(Some("done\nsecond line".into())))
+        .status(4, AgentStatus::Errored("boom".into()))
+        .close(3)
+        .commit(&store);
     (dir, store)
 }
 

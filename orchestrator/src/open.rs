@@ -1,0 +1,138 @@
+//! Opening a session is reconciling it with its log. The process that takes a session over
+//! cuts a torn tail off the log, then brings the rollouts and the store up to it: both may lag
+//! the log, neither may lead ([`reconcile`]). A process that only reads or appends (`tree`,
+//! `mail`, `send`, `approve`, …) reads the store and applies the log's later lines in memory
+//! ([`SessionView`]), so it sees everything in the log and writes nothing.
+
+use std::path::{Path, PathBuf};
+
+use arbor_agent_graph::{SessionState, Store, ThreadRecord};
+use arbor_protocol::ThreadId;
+use arbor_rollout::RolloutProjector;
+use arbor_rollout::log::{self, Start};
+
+use crate::lease::Lease;
+use crate::{OrchestratorError, find_root};
+
+/// The log of the session whose root is `root`.
+pub fn log_path_of(home: &Path, root: &ThreadRecord) -> PathBuf {
+    log::log_path(&home.join(&root.rollout_path), root.id)
+}
+
+/// A session brought up to its log.
+#[derive(Debug)]
+pub struct Reconciled {
+    /// The store's state with every line of the log applied (and committed).
+    pub state: SessionState,
+    /// Where the log's complete lines end, for its writer.
+    pub start: Start,
+    /// Lines skipped, a torn tail cut, and the like.
+    pub notices: Vec<String>,
+}
+
+/// Brings the rollouts and the store of `session` up to its log. Only the process holding the
+/// session's lease may do this (it writes both).
+pub fn reconcile(
+    home: &Path,
+    store: &Store,
+    session: ThreadId,
+    log_path: &Path,
+) -> Result<Reconciled, OrchestratorError> {
+    let start_err = |err: log::LogError| OrchestratorError::Start(err.to_string());
+    if !log_path.exists() {
+        return Err(OrchestratorError::Start(format!(
+            "session {session} has no session log at {} (it was made by an earlier arbor, or \
+             the file is gone); `arbor doctor` tells more",
+            log_path.display()
+        )));
+    }
+    let tail = log::open_tail(log_path, false).map_err(start_err)?;
+    let mut notices = Vec::new();
+    let mut state = store.load_session(session)?;
+    if state.applied.offset > tail.end {
+        return Err(OrchestratorError::Start(format!(
+            "the store has more of session {session} than its log {} holds (byte {} of {}); \
+             run `arbor doctor --rebuild`",
+            log_path.display(),
+            state.applied.offset,
+            tail.end
+        )));
+    }
+    if tail.end > state.applied.offset {
+        // Lines a dead driver wrote may be unsynced: sync them before anything derives from
+        // them, so the projections never hold more than the disk does.
+        log::sync_log(log_path).map_err(start_err)?;
+        let (lines, _, skipped) =
+            log::read_synced(log_path, state.applied.offset).map_err(start_err)?;
+        notices.extend(skipped);
+        let mut rollouts = RolloutProjector::new(home);
+        for row in state.threads.values() {
+            rollouts.register(row.record.id, Path::new(&row.record.rollout_path));
+        }
+        rollouts
+            .project(&lines)
+            .map_err(|err| OrchestratorError::Start(err.to_string()))?;
+        let mut from = state.applied.offset;
+        for synced in &lines {
+            from += synced.bytes.len() as u64;
+            state.apply(&synced.line, from);
+        }
+        state.applied.offset = tail.end;
+        store.commit(&mut state)?;
+    }
+    Ok(Reconciled {
+        start: Start {
+            end: tail.end,
+            last_seq: tail.last_seq,
+        },
+        state,
+        notices,
+    })
+}
+
+/// A session as a process that does not drive it sees it: the store's state with the log's
+/// later lines applied in memory. Nothing is written.
+#[derive(Debug)]
+pub struct SessionView {
+    pub store: Store,
+    pub root: ThreadRecord,
+    pub state: SessionState,
+    pub log_path: PathBuf,
+    /// How far into the log the store itself had come (before the later lines were applied).
+    pub stored: arbor_agent_graph::LogPosition,
+    /// A live process holds the session's lease.
+    pub driven: bool,
+    /// Lines of the log skipped while reading it.
+    pub notices: Vec<String>,
+}
+
+impl SessionView {
+    /// Opens the session `session` (an id or a unique prefix) under `home` to read.
+    pub fn open(home: &Path, session: &str) -> Result<Self, OrchestratorError> {
+        let store = Store::open_read_only(home)?;
+        let root = find_root(&store, session)?;
+        Self::of(home, store, root)
+    }
+
+    /// The view of the session whose root is `root`.
+    pub fn of(home: &Path, store: Store, root: ThreadRecord) -> Result<Self, OrchestratorError> {
+        let log_path = log_path_of(home, &root);
+        let mut state = store.load_session(root.id)?;
+        let stored = state.applied;
+        let read = log::read_log(&log_path, state.applied.offset)
+            .map_err(|err| OrchestratorError::Start(err.to_string()))?;
+        for (line, end) in &read.lines {
+            state.apply(line, *end);
+        }
+        let driven = Lease::holder(home, root.id).is_some();
+        Ok(Self {
+            store,
+            root,
+            state,
+            log_path,
+            stored,
+            driven,
+            notices: read.notices,
+        })
+    }
+}
