@@ -125,6 +125,15 @@ impl StoreError {
         )
     }
 
+    /// Whether the write failed because the disk is full.
+    pub fn is_full(&self) -> bool {
+        let source = match self {
+            Self::Sqlite { source, .. } | Self::Open { source, .. } => source,
+            _ => return false,
+        };
+        source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    }
+
     /// Whether the write failed only because another process held the store's write lock
     /// past the busy timeout: it may simply be tried again.
     pub fn is_busy(&self) -> bool {

@@ -1,11 +1,13 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|reconcile|durability|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
+mod durability;
 mod fanout;
 mod http_overhead;
+mod reconcile;
 mod residency;
 mod rollout;
 mod store;
@@ -35,6 +37,8 @@ fn main() -> ExitCode {
         "churn" => residency::churn(),
         "pingpong" => residency::ping_pong(numbers.first().copied().unwrap_or(10_000)),
         "approvals" => approvals::run(),
+        "durability" => durability::run_all(),
+        "reconcile" => reconcile::run(),
         "all" => store::run()
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
@@ -44,10 +48,12 @@ fn main() -> ExitCode {
             .and_then(|()| residency::resume_workload())
             .and_then(|()| residency::churn())
             .and_then(|()| residency::ping_pong(10_000))
-            .and_then(|()| approvals::run()),
+            .and_then(|()| approvals::run())
+            .and_then(|()| reconcile::run())
+            .and_then(|()| durability::run_all()),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals, reconcile, durability or all"
             );
             return ExitCode::from(2);
         }

@@ -417,7 +417,7 @@ impl Orchestrator {
         );
         let _ = tokio::task::spawn_blocking(move || {
             if let Err(err) = log.close() {
-                tracing::error!(error = %err, "the session log did not close cleanly");
+                tracing::debug!(error = %err, "the session log did not close cleanly");
             }
             projection.join();
             store.close();
@@ -486,8 +486,9 @@ pub struct LogTotals {
     pub syncs: u64,
 }
 
-/// Stops the session when its log fails (a full disk, an I/O error): no new turn starts, the
-/// running ones are interrupted, and nothing after the last durable line is acknowledged.
+/// Stops the session when its log or its projections fail (a full disk, an I/O error): no new
+/// turn starts, the running ones are interrupted, and nothing after the last durable line is
+/// acknowledged.
 fn watch_failure(inner: &Arc<Inner>) {
     let watcher = Arc::clone(inner);
     let token = inner.root_token.clone();
@@ -497,6 +498,10 @@ fn watch_failure(inner: &Arc<Inner>) {
             err = watcher.log.failed() => {
                 tracing::error!(error = %err, "the session stops");
                 watcher.stop("session_log_failed");
+            }
+            err = watcher.projection.failed() => {
+                tracing::error!(error = %err, "the session stops");
+                watcher.stop("session_files_failed");
             }
         }
     });

@@ -99,6 +99,19 @@ impl Projection {
         }
     }
 
+    /// Resolves once the projection has failed, with why.
+    pub async fn failed(&self) -> String {
+        let mut progress = self.progress.subscribe();
+        loop {
+            if let Some(failed) = &progress.borrow_and_update().failed {
+                return failed.clone();
+            }
+            if progress.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
     /// Why the projection stopped, if it did.
     pub fn failure(&self) -> Option<String> {
         self.progress.borrow().failed.clone()
@@ -166,6 +179,10 @@ fn project(
         Ok(()) => Ok(()),
         // Another process holds the store's write lock: the rows go with the next commit.
         Err(err) if err.is_busy() => Ok(()),
+        Err(err) if err.is_full() => Err(format!(
+            "cannot write the store {}: no space left on device",
+            store.path().display()
+        )),
         Err(err) => Err(err.to_string()),
     }
 }

@@ -36,14 +36,28 @@ pub(crate) fn store_behind(ws: &Workspace, session: &str, keep: impl Fn(&Value) 
 
 /// The log of `session` under the workspace's home.
 pub(crate) fn find_log(ws: &Workspace, session: &str) -> std::path::PathBuf {
-    let name = format!("log-{session}.jsonl");
-    walk(&ws.home().join("sessions"))
-        .into_iter()
-        .find(|path| path.file_name().is_some_and(|n| n == name.as_str()))
-        .expect("the session's log")
+    find_file(ws, &format!("{session}.jsonl"), "log-")
 }
 
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+/// The rollout of thread `id` under the home's sessions.
+pub(crate) fn find_rollout(ws: &Workspace, id: &str) -> std::path::PathBuf {
+    find_file(ws, &format!("-{id}.jsonl"), "rollout-")
+}
+
+/// The file under the home's sessions whose name starts with `prefix` and ends with `suffix`.
+fn find_file(ws: &Workspace, suffix: &str, prefix: &str) -> std::path::PathBuf {
+    walk(&ws.home().join("sessions"))
+        .into_iter()
+        .find(|path| {
+            path.file_name().is_some_and(|n| {
+                let name = n.to_string_lossy();
+                name.starts_with(prefix) && name.ends_with(suffix)
+            })
+        })
+        .unwrap_or_else(|| panic!("no file {prefix}…{suffix}"))
+}
+
+pub(crate) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();

@@ -126,6 +126,9 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         child.state().history.extend(forked);
     }
     mail::send(inner, caller, &child, MailKind::Spawn, &args.message)?;
+    // The child takes its task before its parent goes on: children start in spawn order, and
+    // mail a later sibling sends does not reach a child before its own first task does.
+    tokio::task::yield_now().await;
     Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
 }
 

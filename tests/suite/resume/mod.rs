@@ -87,6 +87,12 @@ impl Driver {
         driver
     }
 
+    /// The next event, `None` once the driver has closed its output.
+    pub(crate) fn next_event(&mut self) -> Option<Value> {
+        let line = self.events.next()?.ok()?;
+        serde_json::from_str(&line).ok()
+    }
+
     /// Reads events until one matches.
     pub(crate) fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         for line in self.events.by_ref() {
