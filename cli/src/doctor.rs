@@ -252,20 +252,12 @@ pub fn check(home: &Path) -> Result<u8, CliError> {
 /// The new store is built in a file of its own and renamed over the old one once complete; the
 /// old one is kept under a name of its own.
 pub fn rebuild(home: &Path) -> Result<u8, CliError> {
-    let sessions = logs(home)?;
     let mut leases = Vec::new();
+    convert_legacy(home, &mut leases)?;
+    let sessions = logs(home)?;
     for (session, _) in &sessions {
-        match Lease::acquire(home, *session) {
-            Ok(lease) => leases.push(lease),
-            Err(arbor_orchestrator::LeaseError::Held { pid, .. }) => {
-                return Err(CliError {
-                    code: 3,
-                    message: format!(
-                        "session {session} is driven by process {pid}; stop it before rebuilding"
-                    ),
-                });
-            }
-            Err(err) => return Err(CliError::failed(err.to_string())),
+        if !leases.iter().any(|lease| lease.session() == *session) {
+            leases.push(take_lease(home, *session)?);
         }
     }
     let state_file = home.join(STATE_FILE_NAME);
@@ -292,6 +284,39 @@ pub fn rebuild(home: &Path) -> Result<u8, CliError> {
         sessions.len(),
     );
     Ok(0)
+}
+
+/// Sessions an earlier arbor made (in the store, with no log) get their log first, so that the
+/// rebuild keeps them.
+fn convert_legacy(home: &Path, leases: &mut Vec<Lease>) -> Result<(), CliError> {
+    if !home.join(STATE_FILE_NAME).exists() {
+        return Ok(());
+    }
+    let store = Store::open(home)?;
+    for root in store.sessions()? {
+        if arbor_orchestrator::open::log_path_of(home, &root).exists() {
+            continue;
+        }
+        leases.push(take_lease(home, root.id)?);
+        for notice in arbor_orchestrator::open::convert_legacy(home, &store, &root)? {
+            eprintln!("notice: {notice}");
+        }
+    }
+    store.close();
+    Ok(())
+}
+
+fn take_lease(home: &Path, session: ThreadId) -> Result<Lease, CliError> {
+    match Lease::acquire(home, session) {
+        Ok(lease) => Ok(lease),
+        Err(arbor_orchestrator::LeaseError::Held { pid, .. }) => Err(CliError {
+            code: 3,
+            message: format!(
+                "session {session} is driven by process {pid}; stop it before rebuilding"
+            ),
+        }),
+        Err(err) => Err(CliError::failed(err.to_string())),
+    }
 }
 
 /// Writes every session's state into the new store at `path` and rewrites lagging rollouts.

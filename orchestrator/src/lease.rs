@@ -14,6 +14,7 @@ use arbor_protocol::ThreadId;
 pub struct Lease {
     file: File,
     path: PathBuf,
+    session: ThreadId,
     /// The pid recorded by a previous driver that is gone, if any.
     pub took_over_from: Option<u32>,
 }
@@ -77,11 +78,12 @@ impl Lease {
             .filter(|pid| *pid != std::process::id());
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
+        // The pid is for people and error messages; the lock is what counts, so no sync.
         writeln!(file, "{}", std::process::id()).map_err(io)?;
-        file.sync_data().map_err(io)?;
         Ok(Self {
             file,
             path,
+            session,
             took_over_from,
         })
     }
@@ -98,6 +100,11 @@ impl Lease {
         let mut text = String::new();
         file.read_to_string(&mut text).ok()?;
         text.trim().parse().ok()
+    }
+
+    /// The session this lease is for.
+    pub fn session(&self) -> ThreadId {
+        self.session
     }
 
     /// The lease file.

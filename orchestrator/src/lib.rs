@@ -12,6 +12,7 @@ mod events;
 mod external;
 mod ingest;
 pub mod lease;
+mod legacy;
 mod lifecycle;
 mod mail;
 pub mod open;

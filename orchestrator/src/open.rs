@@ -19,6 +19,16 @@ pub fn log_path_of(home: &Path, root: &ThreadRecord) -> PathBuf {
     log::log_path(&home.join(&root.rollout_path), root.id)
 }
 
+/// Writes the session log of a session an earlier arbor made (rollouts and a journal, no log);
+/// the caller holds its lease. Returns notices.
+pub fn convert_legacy(
+    home: &Path,
+    store: &Store,
+    root: &ThreadRecord,
+) -> Result<Vec<String>, OrchestratorError> {
+    crate::legacy::convert(home, store, root, &log_path_of(home, root))
+}
+
 /// A session brought up to its log.
 #[derive(Debug)]
 pub struct Reconciled {
@@ -39,15 +49,22 @@ pub fn reconcile(
     log_path: &Path,
 ) -> Result<Reconciled, OrchestratorError> {
     let start_err = |err: log::LogError| OrchestratorError::Start(err.to_string());
+    let mut notices = Vec::new();
     if !log_path.exists() {
-        return Err(OrchestratorError::Start(format!(
-            "session {session} has no session log at {} (it was made by an earlier arbor, or \
-             the file is gone); `arbor doctor` tells more",
-            log_path.display()
-        )));
+        match store.thread(session)? {
+            // Made by an earlier arbor: its rollouts and journal become its log.
+            Some(root) if root.parent_id.is_none() => {
+                notices.extend(crate::legacy::convert(home, store, &root, log_path)?);
+            }
+            _ => {
+                return Err(OrchestratorError::Start(format!(
+                    "session {session} has no session log at {}; `arbor doctor` tells more",
+                    log_path.display()
+                )));
+            }
+        }
     }
     let tail = log::open_tail(log_path, false).map_err(start_err)?;
-    let mut notices = Vec::new();
     let mut state = store.load_session(session)?;
     if state.applied.offset > tail.end {
         return Err(OrchestratorError::Start(format!(

@@ -3,4 +3,5 @@
 
 mod disk_full;
 mod kills;
+mod legacy;
 mod outside;
