@@ -205,26 +205,31 @@ async fn a_spent_token_budget_starts_no_new_turn_and_names_who_was_stopped() {
             [{"say": "never reached"}]]},
         {"match": "/root/*", "responses": [[{"say": "{{task_name}} done"}]]}
     ]});
-    // Each scripted request costs about 1 700 input tokens: the root's first two and a's one
-    // fit, the third request crosses 5 000.
-    let mut s = Session::new(script, |c| c.budget_tokens = Some(5_000)).await;
+    // Each scripted request costs about 1 700 input tokens. The root's first two requests and
+    // a's one stay under 6 000; the root's third (which spawns b) crosses it, so b's first
+    // turn is the one refused and the root's next request ends its turn.
+    let mut s = Session::new(script, |c| c.budget_tokens = Some(6_000)).await;
     s.run("spend").await;
     let exhausted = s.seen.iter().find_map(|l| match &l.event {
         Event::BudgetExhausted { limit, used } => Some((*limit, *used)),
         _ => None,
     });
     let (limit, used) = exhausted.expect("budget.exhausted emitted");
-    assert_eq!(limit, 5_000);
-    assert!(used >= 5_000);
+    assert_eq!(limit, 6_000);
+    assert!(used >= 6_000);
     let root = s.orch.root_status();
     assert!(
-        matches!(&root, AgentStatus::Errored(reason) if reason == "token budget of 5000 reached"),
+        matches!(&root, AgentStatus::Errored(reason) if reason == "token budget of 6000 reached"),
         "{root:?}"
     );
     let (total, stopped) = s.orch.usage_report();
-    assert!(total.input_tokens + total.output_tokens >= 5_000);
+    assert!(total.input_tokens + total.output_tokens >= 6_000);
     let stopped: Vec<String> = stopped.iter().map(|p| p.to_string()).collect();
-    assert!(!stopped.is_empty(), "the agents kept from a turn are named");
+    assert_eq!(
+        stopped,
+        ["/root/b"],
+        "the agent kept from its turn is named"
+    );
     assert!(
         s.orch
             .agent(&Session::path("/root/b"))

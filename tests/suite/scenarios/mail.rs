@@ -172,9 +172,16 @@ async fn results_go_to_the_direct_parent_only_and_wake_it_once() {
     ]});
     let mut s = Session::new(script, |c| c.max_depth = 2).await;
     s.run("results").await;
+    // A result that arrives while the root's turn runs joins that turn; the ones that arrive
+    // after it ended wake it, once. Either way each result reaches it exactly once.
     let root_requests = s.model.requests_for(&Session::path("/root"));
-    assert_eq!(root_requests.len(), 3, "root woken exactly once");
-    let mut finals = s.mail_in_request("/root", 2, "FINAL_ANSWER");
+    assert!(
+        (2..=3).contains(&root_requests.len()),
+        "root woken at most once: {} requests",
+        root_requests.len()
+    );
+    let last = root_requests.len() - 1;
+    let mut finals = s.mail_in_request("/root", last, "FINAL_ANSWER");
     finals.sort();
     assert_eq!(finals, ["a got b result", "z result"]);
     for request in &root_requests {
@@ -188,9 +195,15 @@ async fn results_go_to_the_direct_parent_only_and_wake_it_once() {
         s.mail_in_request("/root/a", 2, "FINAL_ANSWER"),
         ["b result"]
     );
-    let woken = ["woken with z result", "woken with a got b result"].map(completed);
+    let ends: &[&str] = if last == 2 {
+        &["woken with z result", "woken with a got b result"]
+    } else {
+        &["children started"]
+    };
     assert!(
-        woken.contains(&s.orch.root_status()),
+        ends.iter()
+            .map(|end| completed(end))
+            .any(|end| end == s.orch.root_status()),
         "{:?}",
         s.orch.root_status()
     );

@@ -12,8 +12,6 @@
 //! A failed write or sync fails the log for good: every waiter and every later append gets
 //! the error, and nothing after the last synced line is acknowledged.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -23,7 +21,10 @@ use arbor_protocol::{RolloutItem, RolloutLine, ThreadId, Timestamp};
 use tokio::sync::{mpsc, watch};
 
 use super::LogError;
-use super::file::{Locked, cut_torn, encode_line, open_rw, parse_lines, read_range};
+use thread::Writer;
+
+mod thread;
+use super::file::open_rw;
 
 /// How often the writer writes queued lines and looks for lines of other processes.
 pub const POLL: Duration = Duration::from_millis(25);
@@ -151,22 +152,7 @@ impl SessionLog {
         });
         let (ext_tx, external) = mpsc::unbounded_channel();
         let (synced_tx, synced) = crossbeam_channel::unbounded();
-        let writer = Writer {
-            shared: Arc::clone(&shared),
-            file: Arc::new(file),
-            end: start.end,
-            last_seq: start.last_seq,
-            written: 0,
-            unsynced: Vec::new(),
-            unsynced_bytes: 0,
-            unsynced_since: None,
-            external: ext_tx,
-            externals: 0,
-            catch_ups: 0,
-            synced: synced_tx,
-            buf: Vec::new(),
-            scratch: Vec::new(),
-        };
+        let writer = Writer::new(Arc::clone(&shared), file, &start, ext_tx, synced_tx);
         let handle = std::thread::Builder::new()
             .name("arbor-log-writer".into())
             .spawn(move || writer.run())
@@ -385,249 +371,5 @@ impl SessionLog {
             Some(failed) => Err(failed),
             None => Ok(()),
         }
-    }
-}
-
-/// The writer thread's own state.
-struct Writer {
-    shared: Arc<Shared>,
-    file: Arc<File>,
-    /// The end of the complete lines of the file as this writer knows it.
-    end: u64,
-    last_seq: u64,
-    /// The lsn of the last append written to the file.
-    written: u64,
-    /// Lines written (or read from other processes) and not yet synced, in file order.
-    unsynced: Vec<SyncedLine>,
-    unsynced_bytes: usize,
-    unsynced_since: Option<Instant>,
-    external: mpsc::UnboundedSender<RolloutLine>,
-    /// Lines of other processes handed out.
-    externals: u64,
-    /// Catch-up rounds done.
-    catch_ups: u64,
-    synced: crossbeam_channel::Sender<Synced>,
-    buf: Vec<u8>,
-    scratch: Vec<u8>,
-}
-
-/// What one round of the writer does.
-struct Round {
-    entries: Vec<Entry>,
-    sync: bool,
-    stop: bool,
-    /// The catch-up rounds this round answers.
-    catch_ups: u64,
-}
-
-impl Writer {
-    fn run(mut self) {
-        let mut next_poll = Instant::now() + POLL;
-        loop {
-            let round = self.wait_for_work(&mut next_poll);
-            let result = self
-                .write(round.entries)
-                .and_then(|()| if round.sync { self.sync() } else { Ok(()) });
-            if let Err(err) = result {
-                self.fail(err);
-                return;
-            }
-            if round.catch_ups > self.catch_ups {
-                self.catch_ups = round.catch_ups;
-                self.shared
-                    .caught_up
-                    .send_replace((self.catch_ups, self.externals));
-            }
-            if round.stop {
-                let state = self.shared.lock();
-                if state.queue.is_empty() {
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Sleeps until there is something to do, then takes the queue.
-    fn wait_for_work(&mut self, next_poll: &mut Instant) -> Round {
-        let mut state = self.shared.lock();
-        loop {
-            let now = Instant::now();
-            let sync = self.sync_due(&state, now);
-            let poll = now >= *next_poll || state.catch_ups > self.catch_ups;
-            if state.stop || sync || poll {
-                if poll {
-                    *next_poll = now + POLL;
-                }
-                let stop = state.stop;
-                return Round {
-                    entries: std::mem::take(&mut state.queue),
-                    sync: sync || stop,
-                    stop,
-                    catch_ups: state.catch_ups,
-                };
-            }
-            let mut until = *next_poll;
-            if let Some(since) = state.soon_since {
-                until = until.min(since + SOON_WINDOW);
-            }
-            let timeout = until.saturating_duration_since(now);
-            state = self
-                .shared
-                .wake
-                .wait_timeout(state, timeout)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    /// Whether a sync is owed now.
-    fn sync_due(&self, state: &State, now: Instant) -> bool {
-        let pending = state.appended > state.durable || !self.unsynced.is_empty();
-        if !pending {
-            return false;
-        }
-        state.want_now > state.durable
-            || state
-                .soon_since
-                .is_some_and(|since| now >= since + SOON_WINDOW)
-            || self
-                .unsynced_since
-                .is_some_and(|since| now >= since + MAX_UNSYNCED_AGE)
-            || self.unsynced_bytes >= MAX_UNSYNCED_BYTES
-    }
-
-    /// Writes `entries` after whatever other processes appended meanwhile (read back first).
-    fn write(&mut self, entries: Vec<Entry>) -> Result<(), LogError> {
-        let path = self.shared.path.clone();
-        let len = self
-            .file
-            .metadata()
-            .map_err(|err| LogError::io(&path, "read", &err))?
-            .len();
-        if entries.is_empty() && len == self.end {
-            return Ok(());
-        }
-        let file = Arc::clone(&self.file);
-        let lock = Locked::take(&file, &path)?;
-        self.read_external(&path)?;
-        if entries.is_empty() {
-            return Ok(());
-        }
-        self.buf.clear();
-        let mut lines = Vec::with_capacity(entries.len());
-        for entry in entries {
-            self.last_seq += 1;
-            let start = self.buf.len();
-            encode_line(
-                &mut self.buf,
-                &mut self.scratch,
-                self.last_seq,
-                entry.thread,
-                entry.timestamp,
-                &entry.item,
-            )
-            .map_err(|err| LogError::encode(&path, &err))?;
-            let line = RolloutLine {
-                seq: Some(self.last_seq),
-                thread: Some(entry.thread),
-                timestamp: entry.timestamp,
-                item: entry.item,
-            };
-            lines.push((line, start..self.buf.len()));
-        }
-        if let Err(err) = (&*self.file).write_all(&self.buf) {
-            // No partial line may stay in front of a later one.
-            let _ = self.file.set_len(self.end);
-            return Err(LogError::io(&path, "write", &err));
-        }
-        drop(lock);
-        self.end += self.buf.len() as u64;
-        self.written += lines.len() as u64;
-        self.unsynced_bytes += self.buf.len();
-        self.unsynced_since.get_or_insert_with(Instant::now);
-        for (line, range) in lines {
-            let bytes = self.buf[range].to_vec();
-            self.unsynced.push(SyncedLine { line, bytes });
-        }
-        if self.buf.capacity() > (1 << 22) {
-            self.buf = Vec::new();
-        }
-        Ok(())
-    }
-
-    /// Reads lines other processes appended after `end` (the caller holds the lock): they are
-    /// synced already; a torn tail a killed process left is cut off.
-    fn read_external(&mut self, path: &Path) -> Result<(), LogError> {
-        let tail = cut_torn(&self.file, path)?;
-        if tail.end <= self.end {
-            return Ok(());
-        }
-        let bytes = read_range(&self.file, path, self.end, tail.end)?;
-        let (lines, end, notices) = parse_lines(path, &bytes, self.end);
-        for notice in notices {
-            tracing::warn!("{notice}");
-        }
-        for synced in lines {
-            if let Some(seq) = synced.line.seq {
-                self.last_seq = self.last_seq.max(seq);
-            }
-            let _ = self.external.send(synced.line.clone());
-            self.externals += 1;
-            self.unsynced.push(synced);
-        }
-        self.end = end;
-        // The other process synced the file after writing its lines: that sync covers every
-        // line this writer wrote before them too.
-        self.publish();
-        Ok(())
-    }
-
-    fn sync(&mut self) -> Result<(), LogError> {
-        let pending = {
-            let state = self.shared.lock();
-            state.durable < self.written || !self.unsynced.is_empty()
-        };
-        if pending {
-            let path = &self.shared.path;
-            self.file
-                .sync_data()
-                .map_err(|err| LogError::io(path, "sync", &err))?;
-            self.shared.lock().syncs += 1;
-        }
-        self.publish();
-        Ok(())
-    }
-
-    /// Everything written so far is on disk: hands the lines to the projections, then
-    /// publishes the durable lsn and clears the waits it satisfies.
-    fn publish(&mut self) {
-        if !self.unsynced.is_empty() {
-            let lines = std::mem::take(&mut self.unsynced);
-            let _ = self.synced.send(Synced {
-                lines,
-                end: self.end,
-                lsn: self.written,
-            });
-        }
-        self.unsynced_bytes = 0;
-        self.unsynced_since = None;
-        let mut state = self.shared.lock();
-        state.durable = self.written;
-        // Waiters for lines appended after this round wait a window of their own.
-        state.soon_since = (state.want_soon > state.durable).then(Instant::now);
-        let durable = state.durable;
-        drop(state);
-        self.shared.done.notify_all();
-        self.shared.progress.send_replace((durable, false));
-    }
-
-    fn fail(&self, err: LogError) {
-        let mut state = self.shared.lock();
-        state.failed = Some(err);
-        state.queue.clear();
-        let durable = state.durable;
-        drop(state);
-        self.shared.done.notify_all();
-        self.shared.progress.send_replace((durable, true));
     }
 }
