@@ -1,9 +1,9 @@
 //! Sessions an earlier arbor made have rollouts (lines without numbers) and a journal of what
 //! came from outside the tree, but no session log. Taking one over writes its log first: every
 //! agent's lines and the journal's entries merged in time order and numbered, each rollout
-//! rewritten with its lines' numbers (a file of its own, renamed into place), and the store's
-//! position set back to the start so that reconcile applies the whole log over the rows it
-//! holds.
+//! rewritten with its lines' numbers (a file of its own, renamed into place), the log itself
+//! last, and the store's position set back to the start so that reconcile applies the whole
+//! log over the rows it holds.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -62,13 +62,16 @@ pub fn convert(
             item,
         })
         .collect();
-    write_lines(log_path, numbered.iter())?;
+    // The log is written last: its presence is what says the conversion is complete. A
+    // conversion killed before it leaves rollouts already numbered, which the next one reads
+    // back and numbers the same way.
     for (id, path) in rollouts {
         let own = numbered
             .iter()
             .filter(|line| line.thread == Some(id) && line.item.in_rollout());
         write_lines(&path, own)?;
     }
+    write_lines(log_path, numbered.iter())?;
     // The rows the store holds stay; reconcile applies the whole log over them.
     let mut state: SessionState = store.load_session(root.id)?;
     state.applied = LogPosition::default();
@@ -138,7 +141,8 @@ fn journal_items(
     items
 }
 
-/// Writes `lines` to `path` through a file of its own, synced, renamed into place.
+/// Writes `lines` to `path` through a file of its own, synced, renamed into place (the folder
+/// synced after).
 fn write_lines<'a>(
     path: &Path,
     lines: impl Iterator<Item = &'a RolloutLine>,
@@ -152,5 +156,9 @@ fn write_lines<'a>(
     }
     file.write_all(&buf).map_err(fail)?;
     file.sync_data().map_err(fail)?;
-    std::fs::rename(&temp, path).map_err(fail)
+    std::fs::rename(&temp, path).map_err(fail)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(fail)
 }
