@@ -4,6 +4,7 @@
 mod approvals;
 mod cli;
 mod config;
+mod hardening;
 mod lease;
 mod paths;
 mod providers;

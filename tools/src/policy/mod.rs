@@ -6,25 +6,19 @@
 //! judges; what a decision means under an approval policy is the runtime's business.
 
 mod readonly;
+mod resolve;
 mod rules;
 mod shell;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wrapper_tests;
 
 use std::path::Path;
 
 use serde::Serialize;
 
 pub use rules::{Decision, PatternToken, PolicyError, Rule};
-
-/// Command names that run another command given in their arguments (`env git push`,
-/// `timeout 5 git push`, `xargs rm`, `find . -exec rm`): their commands are matched at every
-/// position, not only as a prefix.
-const WRAPPERS: &[&str] = &[
-    "env", "sudo", "doas", "nice", "ionice", "nohup", "timeout", "xargs", "command", "exec",
-    "builtin", "stdbuf", "setsid", "chroot", "unbuffer", "watch", "strace", "ltrace", "busybox",
-    "parallel", "find", "flock", "script", "su", "runuser", "eval", "source", ".",
-];
 
 /// The loaded rules, in load order.
 #[derive(Debug, Clone, Default)]
@@ -37,10 +31,14 @@ pub struct Policy {
 pub struct Evaluation {
     /// The command string as given.
     pub command: String,
-    /// Whether it parsed as plain words and operators (nested `sh -c` scripts included).
+    /// Whether everything it runs could be followed: it parsed as plain words and operators
+    /// (nested `sh -c` scripts included), and so did every command line found inside a wrapper,
+    /// `eval` or `git`.
     pub parsed: bool,
-    /// The plain commands, nested shell scripts replaced by their own commands; when the string
-    /// did not parse, one entry: its rough words (see `docs/sandbox.md`).
+    /// The plain commands, nested shell scripts replaced by their own commands, then the
+    /// commands found inside wrappers, `eval` and `git`, then the rough words of what could not
+    /// be followed; when the string did not parse, one entry: its rough words (see
+    /// `docs/sandbox.md`).
     pub commands: Vec<Vec<String>>,
     /// Every rule that matched, with the command it matched.
     pub matches: Vec<RuleMatch>,
@@ -115,18 +113,29 @@ impl Policy {
 }
 
 fn judge(rules: &[Rule], cmd: &str) -> Evaluation {
-    let (parsed, commands) = match shell::parse(cmd) {
-        Some(script) => (true, script.flatten()),
-        None => (false, vec![shell::rough_words(cmd)]),
+    // (words, matched at every position)
+    let mut judged: Vec<(Vec<String>, bool)> = Vec::new();
+    let parsed = match shell::parse(cmd) {
+        Some(script) => {
+            let plain = script.flatten();
+            let found = resolve::resolve(&plain);
+            for words in plain.into_iter().chain(found.commands) {
+                let anywhere = resolve::is_wrapper(&words);
+                judged.push((words, anywhere));
+            }
+            let complete = found.opaque.is_empty();
+            judged.extend(found.opaque.into_iter().map(|words| (words, true)));
+            complete
+        }
+        None => {
+            judged.push((shell::rough_words(cmd), true));
+            false
+        }
     };
     let mut matches = Vec::new();
-    for (index, words) in commands.iter().enumerate() {
-        let anywhere = !parsed
-            || words
-                .first()
-                .is_some_and(|w| WRAPPERS.contains(&shell::basename(w)));
+    for (index, (words, anywhere)) in judged.iter().enumerate() {
         for rule in rules {
-            let hit = if anywhere {
+            let hit = if *anywhere {
                 rule.matches_anywhere(words)
             } else {
                 rule.matches_prefix(words)
@@ -143,7 +152,7 @@ fn judge(rules: &[Rule], cmd: &str) -> Evaluation {
     Evaluation {
         command: cmd.to_string(),
         parsed,
-        commands,
+        commands: judged.into_iter().map(|(words, _)| words).collect(),
         matches,
         decision,
     }

@@ -138,6 +138,20 @@ fn has_option(arg: &str, name: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
 }
 
+/// `arg` as the long option `name` (given with its `--`), spelled out or abbreviated to any
+/// prefix: `None` when it is not that option, `Some(value)` when it is, with the text after
+/// `=` when there is one. Any prefix counts, even one that would be ambiguous to the program
+/// (which then refuses it): judging it as the dangerous option errs on the strict side.
+pub(crate) fn long_option<'a>(arg: &'a str, name: &str) -> Option<Option<&'a str>> {
+    let body = arg.strip_prefix("--")?;
+    let wanted = name.strip_prefix("--")?;
+    let (given, value) = match body.split_once('=') {
+        Some((given, value)) => (given, Some(value)),
+        None => (body, None),
+    };
+    (!given.is_empty() && wanted.starts_with(given)).then_some(value)
+}
+
 /// The letters of a short-option cluster (`-abc` → `abc`), or `None` for anything else.
 fn short_flags(arg: &str) -> Option<&str> {
     arg.strip_prefix('-').filter(|f| !f.starts_with('-'))

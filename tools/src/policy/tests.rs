@@ -92,10 +92,19 @@ fn nested_shell_scripts_are_split() {
         "prompt parsed=true [git fetch]",
     );
     check("bash script.sh", "none parsed=true [bash script.sh]");
-    // Forms not followed are judged whole.
+    // Options with an argument, and the script's own arguments, are followed too.
     check(
         "bash -o pipefail -c 'git push'",
-        "prompt parsed=false [bash -o pipefail -c git push]",
+        "prompt parsed=true [git push]",
+    );
+    check(
+        "bash -e -c 'git push' name arg",
+        "prompt parsed=true [git push]",
+    );
+    // A shell with -c in a form not followed is judged whole.
+    check(
+        "bash --weird -c 'git push'",
+        "prompt parsed=false [bash --weird -c git push]",
     );
 }
 
