@@ -4,3 +4,4 @@
 //! repository config redirecting the API key; processes that outlive the session.
 
 mod policy;
+mod untrusted;

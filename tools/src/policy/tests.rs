@@ -310,6 +310,10 @@ fn known_read_only_commands() {
         "bash -lc 'cd src && ls'",
         "stat a; file b; tree",
         "tail -n 3 log.txt",
+        "/usr/bin/git status",
+        "/bin/ls -la",
+        "sort --check a",
+        "git log --exclude=refs/x --all",
     ] {
         assert!(read_only(cmd), "{cmd} should be read-only");
     }
@@ -335,6 +339,23 @@ fn known_read_only_commands() {
         "tree -o out",
         "",
         "ls *.rs",
+        // GNU tools and git take any unambiguous prefix of a long option.
+        "sort --compress-prog=sh a",
+        "sort --compress-program sh a",
+        "sort --out=F a",
+        "sort --outp F a",
+        "sort -uo F a",
+        "git diff --out=x",
+        "git log --ext-d",
+        "git -C sub show --outp=x",
+        "date --se 2020-01-01",
+        "file --comp x",
+        "rg --pr ./evil x",
+        // A path outside the system's bin dirs may be anything.
+        "./cat a",
+        "/tmp/x/ls",
+        "bin/git status",
+        "/usr/bin/x/../../tmp/ls",
     ] {
         assert!(!read_only(cmd), "{cmd} should not be read-only");
     }
