@@ -31,6 +31,68 @@ pub struct FileConfig {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub roles: BTreeMap<String, RoleSettings>,
+    /// How `exec_command` children get their environment.
+    pub shell_environment: Option<ShellEnvironmentConfig>,
+}
+
+/// `[shell_environment]`: every key optional (see `docs/sandbox.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellEnvironmentConfig {
+    /// `all` (the default), `core` or `none`.
+    pub inherit: Option<String>,
+    pub ignore_default_excludes: Option<bool>,
+    pub exclude: Option<Vec<String>>,
+    pub include_only: Option<Vec<String>>,
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+}
+
+impl ShellEnvironmentConfig {
+    /// `other` over `self`, key by key (`set` merges entry by entry).
+    fn overlay(mut self, other: ShellEnvironmentConfig) -> Self {
+        if other.inherit.is_some() {
+            self.inherit = other.inherit;
+        }
+        if other.ignore_default_excludes.is_some() {
+            self.ignore_default_excludes = other.ignore_default_excludes;
+        }
+        if other.exclude.is_some() {
+            self.exclude = other.exclude;
+        }
+        if other.include_only.is_some() {
+            self.include_only = other.include_only;
+        }
+        self.set.extend(other.set);
+        self
+    }
+}
+
+impl FileConfig {
+    /// The environment policy of `exec_command`; `never` are the names never passed (the
+    /// provider's key variable).
+    pub fn shell_environment(
+        &self,
+        never: Vec<String>,
+    ) -> Result<arbor_tools::ShellEnvironment, CliError> {
+        let table = self.shell_environment.clone().unwrap_or_default();
+        let inherit = match table.inherit.as_deref() {
+            None => arbor_tools::Inherit::All,
+            Some(text) => arbor_tools::Inherit::parse(text).ok_or_else(|| {
+                CliError::usage(format!(
+                    "config: shell_environment.inherit must be all, core or none, not `{text}`"
+                ))
+            })?,
+        };
+        Ok(arbor_tools::ShellEnvironment {
+            inherit,
+            ignore_default_excludes: table.ignore_default_excludes.unwrap_or(false),
+            exclude: table.exclude.unwrap_or_default(),
+            include_only: table.include_only.unwrap_or_default(),
+            set: table.set,
+            never,
+        })
+    }
 }
 
 impl FileConfig {
@@ -49,6 +111,10 @@ impl FileConfig {
             max_retries
         );
         self.headers.extend(other.headers);
+        self.shell_environment = match (self.shell_environment, other.shell_environment) {
+            (Some(base), Some(over)) => Some(base.overlay(over)),
+            (base, over) => over.or(base),
+        };
         for (role, settings) in other.roles {
             let entry = self.roles.entry(role).or_default();
             if settings.model.is_some() {
@@ -128,6 +194,36 @@ mod tests {
             err.message.contains("config.toml") && err.message.contains("modle"),
             "{}",
             err.message
+        );
+    }
+
+    #[test]
+    fn shell_environment_merges_and_names_a_bad_inherit() {
+        let home = tempfile_dir();
+        std::fs::write(
+            home.join("config.toml"),
+            "[shell_environment]\ninherit = \"core\"\nset = { A = \"1\" }\n",
+        )
+        .expect("write");
+        let merged = load(&home, &home).expect("load");
+        let env = merged
+            .shell_environment(vec!["KEYVAR".into()])
+            .expect("valid");
+        assert_eq!(env.inherit, arbor_tools::Inherit::Core);
+        assert_eq!(env.set.get("A").map(String::as_str), Some("1"));
+        assert_eq!(env.never, ["KEYVAR"]);
+        std::fs::write(
+            home.join("config.toml"),
+            "[shell_environment]\ninherit = \"some\"\n",
+        )
+        .expect("write");
+        let err = load(&home, &home)
+            .expect("load")
+            .shell_environment(Vec::new())
+            .expect_err("bad inherit");
+        assert_eq!(
+            err.message,
+            "config: shell_environment.inherit must be all, core or none, not `some`"
         );
     }
 

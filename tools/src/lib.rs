@@ -7,10 +7,10 @@ mod policy;
 mod sandbox;
 
 pub use exec::{
-    DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, ExecArgs,
-    ExecArgsError, ExecConfig, ExecOutcome, ExecRequest, Launcher, LiveProcesses,
-    MAX_EXEC_TIMEOUT_MS, PlainLauncher, SandboxPermissions, exec_tool_spec, exec_tool_spec_with,
-    run_exec,
+    CORE_VARIABLES, DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES,
+    ExecArgs, ExecArgsError, ExecConfig, ExecOutcome, ExecRequest, Inherit, Launcher,
+    LiveProcesses, MAX_EXEC_TIMEOUT_MS, PlainLauncher, SECRET_MARKERS, SandboxPermissions,
+    ShellEnvironment, exec_tool_spec, exec_tool_spec_with, looks_secret, run_exec,
 };
 pub use patch::{
     ApplyPatchArgs, ChangeKind, FileChange, FileOp, Hunk, HunkLine, ParseError, Patch, PatchError,

@@ -19,6 +19,7 @@ pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &st
     let launcher = approval::gate_exec(inner, agent, &args, &request.workdir).await?;
     let request = request
         .with_launcher(launcher)
+        .with_environment(inner.config.shell_environment.clone())
         .with_live(agent.live.clone());
     Ok(run_exec(request).await.to_model_output())
 }

@@ -3,5 +3,6 @@
 //! abbreviated options; self-approval from the sandbox; secrets in the agents' environment; a
 //! repository config redirecting the API key; processes that outlive the session.
 
+mod env;
 mod policy;
 mod untrusted;

@@ -2,6 +2,7 @@
 
 mod args;
 mod capture;
+mod env;
 mod group;
 mod launcher;
 mod run;
@@ -13,6 +14,7 @@ pub use args::{
     ExecArgsError, ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec,
     exec_tool_spec_with,
 };
+pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
 pub use group::LiveProcesses;
 pub use launcher::{Launcher, PlainLauncher};
 pub use run::{ExecOutcome, ExecRequest, run_exec};

@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::args::{ExecArgs, ExecArgsError, ExecConfig};
 use super::capture::HeadTail;
+use super::env::ShellEnvironment;
 use super::group::{GroupGuard, LiveProcesses};
 use super::launcher::{Launcher, PlainLauncher};
 
@@ -31,6 +32,10 @@ pub struct ExecRequest {
     pub launcher: Arc<dyn Launcher>,
     /// The owner's live-subprocess count; this command counts while it runs.
     pub live: LiveProcesses,
+    /// How the command's environment is built from arbor's (secrets left out by default).
+    pub environment: Arc<ShellEnvironment>,
+    /// Variables set on top of that environment for this command only.
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl ExecRequest {
@@ -45,6 +50,8 @@ impl ExecRequest {
             drain_grace: Duration::from_millis(config.drain_grace_ms),
             launcher: Arc::new(PlainLauncher),
             live: LiveProcesses::new(),
+            environment: Arc::new(ShellEnvironment::default()),
+            extra_env: Vec::new(),
         }
     }
 
@@ -64,11 +71,24 @@ impl ExecRequest {
             drain_grace: Duration::from_millis(config.drain_grace_ms),
             launcher: Arc::new(PlainLauncher),
             live: LiveProcesses::new(),
+            environment: Arc::new(ShellEnvironment::default()),
+            extra_env: Vec::new(),
         })
     }
 
     pub fn with_launcher(mut self, launcher: Arc<dyn Launcher>) -> Self {
         self.launcher = launcher;
+        self
+    }
+
+    pub fn with_environment(mut self, environment: Arc<ShellEnvironment>) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// Sets `name` to `value` for this command, on top of its environment.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_env.push((name.into(), value.into()));
         self
     }
 
@@ -142,7 +162,8 @@ impl ExecOutcome {
 }
 
 /// Runs `bash -c <command>` (or `sh -c` without bash) in its own process group with stdin
-/// empty, capturing stdout and stderr concurrently in bounded buffers.
+/// empty and the environment `req.environment` builds (no secrets by default), capturing stdout
+/// and stderr concurrently in bounded buffers.
 ///
 /// At the timeout the whole group is killed, grandchildren included. When the shell exits but
 /// some process it left behind keeps the output pipes open, output is read for the drain grace
@@ -160,7 +181,10 @@ pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
         .arg("-c")
         .arg(&req.command)
         .current_dir(&req.workdir)
-        .process_group(0);
+        .process_group(0)
+        .env_clear()
+        .envs(req.environment.build_from_process())
+        .envs(req.extra_env.iter().map(|(n, v)| (n, v)));
     if let Err(err) = req.launcher.prepare(&mut command) {
         return ExecOutcome::not_started(
             format!("could not start the command: {err}"),
