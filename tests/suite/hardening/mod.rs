@@ -5,4 +5,5 @@
 
 mod env;
 mod policy;
+mod processes;
 mod untrusted;

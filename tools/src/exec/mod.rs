@@ -2,6 +2,9 @@
 
 mod args;
 mod capture;
+mod contain;
+#[cfg(test)]
+mod contain_tests;
 mod env;
 mod group;
 mod launcher;
