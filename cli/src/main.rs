@@ -9,6 +9,7 @@ mod error;
 mod exec;
 mod logtext;
 mod output;
+mod outside;
 mod prompt;
 mod read;
 mod session;

@@ -21,5 +21,5 @@ pub use policy::{
     is_known_read_only,
 };
 pub use sandbox::{
-    PROTECTED_ENTRIES, SandboxError, SandboxLauncher, SandboxStatus, sandbox_status,
+    PROTECTED_ENTRIES, SANDBOX_ENV, SandboxError, SandboxLauncher, SandboxStatus, sandbox_status,
 };

@@ -41,6 +41,9 @@ pub struct Approvals {
     /// One sandbox launcher per (mode, workspace), built on first use.
     launchers: Mutex<HashMap<(SandboxMode, PathBuf), Arc<SandboxLauncher>>>,
     allow_network: bool,
+    /// Paths no sandbox may write, wherever they lie: the arbor home (its store holds the
+    /// approvals, so a sandboxed agent could otherwise approve its own request).
+    protected: Vec<PathBuf>,
     /// Commands the user approved for the session: (canonical command, cwd, escalated).
     for_session: Mutex<HashSet<(String, String, bool)>>,
     /// Consecutive denials per agent turn (guardian reviews).
@@ -66,6 +69,7 @@ impl Approvals {
             policy,
             launchers: Mutex::new(HashMap::new()),
             allow_network,
+            protected: Vec::new(),
             for_session: Mutex::new(HashSet::new()),
             breaker: Mutex::new(arbor_guardian::DenialBreaker::new()),
             prompts,
@@ -74,6 +78,12 @@ impl Approvals {
             review: tokio::sync::Mutex::new(()),
             root_task: Mutex::new(None),
         }
+    }
+
+    /// Keeps `home` read-only in every sandbox of the session, wherever it lies.
+    pub fn protecting_home(mut self, home: &Path) -> Self {
+        self.protected = vec![home.to_path_buf()];
+        self
     }
 
     /// The terminal's queue of approval prompts, once.
@@ -100,7 +110,10 @@ impl Approvals {
             launchers
                 .entry((mode, workspace.to_path_buf()))
                 .or_insert_with(|| {
-                    Arc::new(SandboxLauncher::new(mode, workspace, self.allow_network))
+                    Arc::new(
+                        SandboxLauncher::new(mode, workspace, self.allow_network)
+                            .protecting(self.protected.clone()),
+                    )
                 }),
         )
     }

@@ -6,4 +6,5 @@
 mod env;
 mod policy;
 mod processes;
+mod self_approval;
 mod untrusted;
