@@ -1,5 +1,10 @@
 //! `config.toml`: the home one (`$ARBOR_HOME/config.toml`) and the workspace one
 //! (`<workspace>/.arbor/config.toml`). Precedence: flags > workspace > home > defaults.
+//!
+//! A workspace's file is written by whoever wrote the repository: until the user trusts the
+//! workspace (`arbor trust`), the keys that decide where the API key goes or what commands
+//! inherit (`provider`, `base_url`, `api_key_env`, `headers`, `shell_environment`) are ignored
+//! there, with a notice naming the file; `trusted_workspace` is only read from the home file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +38,16 @@ pub struct FileConfig {
     pub roles: BTreeMap<String, RoleSettings>,
     /// How `exec_command` children get their environment.
     pub shell_environment: Option<ShellEnvironmentConfig>,
+    /// Workspaces the user trusted (`arbor trust`); read from the home file only.
+    #[serde(default)]
+    pub trusted_workspace: Vec<TrustedWorkspace>,
+}
+
+/// One `[[trusted_workspace]]` of the home file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedWorkspace {
+    pub path: String,
 }
 
 /// `[shell_environment]`: every key optional (see `docs/sandbox.md`).
@@ -148,11 +163,71 @@ fn read(path: &Path) -> Result<FileConfig, CliError> {
     })
 }
 
-/// The merged configuration for a session in `workspace`.
+/// The merged configuration for a session in `workspace`. Keys an untrusted workspace may not
+/// set are dropped from its file, and the notices that say so (and those of the rules an
+/// untrusted workspace may not add) are printed on stderr.
 pub fn load(home: &Path, workspace: &Path) -> Result<FileConfig, CliError> {
+    let (config, notices) = load_quietly(home, workspace)?;
+    for notice in notices {
+        eprintln!("{notice}");
+    }
+    Ok(config)
+}
+
+/// [`load`], with the notices returned instead of printed.
+pub fn load_quietly(home: &Path, workspace: &Path) -> Result<(FileConfig, Vec<String>), CliError> {
     let home_config = read(&home.join("config.toml"))?;
-    let workspace_config = read(&workspace_file(workspace))?;
-    Ok(home_config.overlay(workspace_config))
+    let file = workspace_file(workspace);
+    let mut workspace_config = read(&file)?;
+    let mut notices = Vec::new();
+    if !workspace_config.trusted_workspace.is_empty() {
+        workspace_config.trusted_workspace.clear();
+        notices.push(format!(
+            "notice: ignoring trusted_workspace in {}: only {} can trust a workspace",
+            file.display(),
+            home.join("config.toml").display()
+        ));
+    }
+    if !arbor_tools::workspace_trusted(home, workspace) {
+        let ignored = workspace_config.drop_untrusted_keys();
+        if !ignored.is_empty() {
+            notices.push(format!(
+                "notice: ignoring {} in {}: the workspace is not trusted (run `arbor trust {}` \
+                 to trust it)",
+                ignored.join(", "),
+                file.display(),
+                workspace.display()
+            ));
+        }
+    }
+    // The rules load again when the session opens (and report their errors then).
+    if let Ok(policy) = arbor_tools::Policy::load(home, workspace) {
+        notices.extend(policy.notices().iter().cloned());
+    }
+    Ok((home_config.overlay(workspace_config), notices))
+}
+
+impl FileConfig {
+    /// Removes the keys only a trusted workspace may set; returns their names.
+    fn drop_untrusted_keys(&mut self) -> Vec<&'static str> {
+        let mut ignored = Vec::new();
+        if self.provider.take().is_some() {
+            ignored.push("provider");
+        }
+        if self.base_url.take().is_some() {
+            ignored.push("base_url");
+        }
+        if self.api_key_env.take().is_some() {
+            ignored.push("api_key_env");
+        }
+        if !std::mem::take(&mut self.headers).is_empty() {
+            ignored.push("headers");
+        }
+        if self.shell_environment.take().is_some() {
+            ignored.push("shell_environment");
+        }
+        ignored
+    }
 }
 
 fn workspace_file(workspace: &Path) -> PathBuf {

@@ -17,8 +17,8 @@ pub use patch::{
     PatchSummary, apply_patch, apply_patch_confined, apply_patch_tool_spec, parse_patch,
 };
 pub use policy::{
-    Decision, Evaluation, PatternToken, Policy, PolicyError, Rule, RuleMatch, canonical,
-    is_known_read_only,
+    Decision, Evaluation, PatternToken, Policy, PolicyError, Rule, RuleMatch, TRUST_TABLE,
+    canonical, is_known_read_only, trust_workspace, trusted_workspaces, workspace_trusted,
 };
 pub use sandbox::{
     PROTECTED_ENTRIES, SANDBOX_ENV, SandboxError, SandboxLauncher, SandboxStatus, sandbox_status,

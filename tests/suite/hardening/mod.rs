@@ -7,4 +7,5 @@ mod env;
 mod policy;
 mod processes;
 mod self_approval;
+mod trust;
 mod untrusted;

@@ -11,6 +11,7 @@ mod rules;
 mod shell;
 #[cfg(test)]
 mod tests;
+mod trust;
 #[cfg(test)]
 mod wrapper_tests;
 
@@ -19,11 +20,14 @@ use std::path::Path;
 use serde::Serialize;
 
 pub use rules::{Decision, PatternToken, PolicyError, Rule};
+pub use trust::{TRUST_TABLE, trust_workspace, trusted_workspaces, workspace_trusted};
 
 /// The loaded rules, in load order.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     rules: Vec<Rule>,
+    /// What loading left out, one sentence each (allow rules of an untrusted workspace).
+    notices: Vec<String>,
 }
 
 /// How one command string was judged.
@@ -73,20 +77,52 @@ impl Policy {
 
     /// A policy of the given rules.
     pub fn new(rules: Vec<Rule>) -> Self {
-        Self { rules }
+        Self {
+            rules,
+            notices: Vec::new(),
+        }
     }
 
     /// Loads `home/rules/*.toml` then `workspace/.arbor/rules/*.toml`. Missing directories are
     /// fine; a bad file (syntax, unknown field, bad value, disagreeing example) fails the load.
+    /// Unless the user trusted the workspace (`arbor trust`), its rules may only make the policy
+    /// stricter: its `allow` rules are left out, each file saying so in [`Policy::notices`].
     pub fn load(home: &Path, workspace: &Path) -> Result<Self, PolicyError> {
         let mut policy = Self::empty();
-        for dir in [home.join("rules"), workspace.join(".arbor").join("rules")] {
-            for path in rules::rule_files(&dir)? {
-                let text = rules::read_rules_file(&path)?;
-                policy.add_file(&path, &text)?;
+        for path in rules::rule_files(&home.join("rules"))? {
+            let text = rules::read_rules_file(&path)?;
+            policy.add_file(&path, &text)?;
+        }
+        let trusted = trust::workspace_trusted(home, workspace);
+        for path in rules::rule_files(&workspace.join(".arbor").join("rules"))? {
+            let text = rules::read_rules_file(&path)?;
+            let before = policy.rules.len();
+            policy.add_file(&path, &text)?;
+            if trusted {
+                continue;
+            }
+            let mut kept = policy.rules.split_off(before);
+            let total = kept.len();
+            kept.retain(|rule| rule.decision != Decision::Allow);
+            let ignored = total - kept.len();
+            policy.rules.extend(kept);
+            if ignored > 0 {
+                policy.notices.push(format!(
+                    "notice: ignoring {ignored} allow rule{} in {}: the workspace is not \
+                     trusted, so its rules may only make the policy stricter (run `arbor trust \
+                     {}` to trust it)",
+                    if ignored == 1 { "" } else { "s" },
+                    path.display(),
+                    workspace.display()
+                ));
             }
         }
         Ok(policy)
+    }
+
+    /// What loading left out, one sentence each.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
     }
 
     /// Parses the text of one rules file (`path` names it in errors) and appends its rules.

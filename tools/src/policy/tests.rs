@@ -286,6 +286,41 @@ fn home_and_workspace_rule_files_are_both_loaded_in_order() {
     );
 }
 
+#[test]
+fn an_untrusted_workspace_may_only_make_rules_stricter() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let workspace = tempfile::tempdir().expect("tempdir");
+    let ws_rules = workspace.path().join(".arbor").join("rules");
+    std::fs::create_dir_all(&ws_rules).expect("mkdir");
+    let file = ws_rules.join("mine.toml");
+    std::fs::write(
+        &file,
+        "[[rule]]\npattern = [\"curl\"]\ndecision = \"allow\"\n\n\
+         [[rule]]\npattern = [\"make\"]\ndecision = \"allow\"\n\n\
+         [[rule]]\npattern = [\"git\", \"push\"]\ndecision = \"forbidden\"\n",
+    )
+    .expect("write");
+    let untrusted = Policy::load(home.path(), workspace.path()).expect("load");
+    assert_eq!(untrusted.evaluate("curl x").decision, None);
+    assert_eq!(
+        untrusted.evaluate("git push").decision,
+        Some(Decision::Forbidden)
+    );
+    assert_eq!(
+        untrusted.notices(),
+        [format!(
+            "notice: ignoring 2 allow rules in {}: the workspace is not trusted, so its rules \
+             may only make the policy stricter (run `arbor trust {}` to trust it)",
+            file.display(),
+            workspace.path().display()
+        )]
+    );
+    assert!(trust_workspace(home.path(), workspace.path()).expect("trust"));
+    let trusted = Policy::load(home.path(), workspace.path()).expect("load");
+    assert_eq!(trusted.evaluate("curl x").decision, Some(Decision::Allow));
+    assert!(trusted.notices().is_empty());
+}
+
 fn read_only(cmd: &str) -> bool {
     is_known_read_only(&Policy::empty().evaluate(cmd))
 }
