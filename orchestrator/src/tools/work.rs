@@ -1,6 +1,6 @@
 //! The work tools, `exec_command` and `apply_patch`, run in the agent's own cwd: commands in
-//! the agent's sandbox after the approval gate, patches confined to what that sandbox would
-//! allow a command to write.
+//! the agent's sandbox after the approval gate, patches after their own gate (`untrusted` asks
+//! for them) and confined to what that sandbox would allow a command to write.
 
 use std::sync::Arc;
 
@@ -30,8 +30,9 @@ struct PatchArgs {
     patch: String,
 }
 
-pub async fn apply_patch(_inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
+    approval::gate_patch(inner, agent, &args.patch).await?;
     let cwd = agent.identity.cwd.clone();
     let mode = agent.identity.caps.sandbox;
     tokio::task::spawn_blocking(move || arbor_tools::apply_patch_confined(&cwd, &args.patch, mode))

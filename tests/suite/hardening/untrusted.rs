@@ -52,3 +52,84 @@ async fn abbreviated_long_options_are_not_read_only() {
         results[4].1
     );
 }
+
+/// A repository config that runs a program on `git status` (through `core.fsmonitor`).
+const EVIL_CONFIG: &str =
+    "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch pwned #\"\n";
+
+fn git_init(dir: &std::path::Path, name: &str) {
+    let out = std::process::Command::new("git")
+        .args(["init", "-q", name])
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git init {name}");
+}
+
+fn add(path: &str, text: &str) -> serde_json::Value {
+    let lines: String = text.lines().map(|l| format!("+{l}\n")).collect();
+    json!({"call": "apply_patch", "args": {
+        "patch": format!("*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch")}})
+}
+
+#[tokio::test]
+async fn the_git_fsmonitor_chain_needs_approval_at_every_step() {
+    let calls = [
+        // The chain: a patch writes a nested repository's config, then "read-only" git runs it.
+        add("sub/.git/config", EVIL_CONFIG),
+        json!({"call": "exec_command", "args": {"cmd": "git -C sub status"}}),
+        // A repository that came with such a config, however git is pointed at it.
+        json!({"call": "exec_command", "args": {"cmd": "git -C evil status"}}),
+        json!({"call": "exec_command", "args": {"cmd": "cd evil && git log"}}),
+        json!({"call": "exec_command", "args": {"cmd": "bash -lc 'cd evil; git diff'"}}),
+        // A patch every path of which an allow rule names runs without asking.
+        add("notes.md", "a note"),
+    ];
+    let script = json!({"agents": [root_calls(&calls)]});
+    let mut s = Session::with_workspace(
+        script,
+        |dir| {
+            git_init(dir, "sub");
+            git_init(dir, "evil");
+            std::fs::write(dir.join("evil/.git/config"), EVIL_CONFIG).expect("evil config");
+        },
+        |config| {
+            untrusted(config);
+            let rules = config.home.join("rules");
+            std::fs::create_dir_all(&rules).expect("home rules");
+            std::fs::write(
+                rules.join("notes.toml"),
+                "[[rule]]\npattern = [\"apply_patch\", \"notes.md\"]\ndecision = \"allow\"\n",
+            )
+            .expect("rules");
+        },
+    )
+    .await;
+    s.run("check the repositories").await;
+    let results = s.tool_results("/root");
+    let outputs: Vec<&str> = results.iter().map(|(_, o)| o.as_str()).collect();
+    assert_eq!(outputs[0], NO_APPROVER_SENTENCE, "the patch was not gated");
+    assert_ne!(
+        std::fs::read_to_string(s.workspace().join("sub/.git/config")).expect("config"),
+        EVIL_CONFIG
+    );
+    assert_eq!(exec_result(outputs[1])["exit_code"], 0, "{}", outputs[1]);
+    for (n, output) in outputs.iter().enumerate().take(5).skip(2) {
+        assert_eq!(*output, NO_APPROVER_SENTENCE, "call {n} ran");
+    }
+    for repo in ["sub", "evil"] {
+        assert!(
+            !s.workspace().join(repo).join("pwned").exists(),
+            "{repo}: fsmonitor ran"
+        );
+    }
+    assert!(outputs[5].starts_with("Success."), "{}", outputs[5]);
+    // The request names the program-running key, for the approver.
+    let records = crate::approvals::log(&s);
+    let reason = records[1].action["approval_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("core.fsmonitor"), "{reason}");
+    assert_eq!(records[0].action["tool"], "apply_patch");
+    assert_eq!(records[0].action["paths"], json!(["sub/.git/config"]));
+}

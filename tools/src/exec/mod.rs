@@ -19,5 +19,5 @@ pub use args::{
 };
 pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
 pub use group::LiveProcesses;
-pub use launcher::{Launcher, PlainLauncher};
+pub use launcher::{Launcher, PlainLauncher, WithEnv};
 pub use run::{ExecOutcome, ExecRequest, run_exec};

@@ -49,7 +49,7 @@ pub(crate) fn check(cwd: &Path, patch: &Patch, mode: SandboxMode) -> Result<(), 
 }
 
 /// Every path the patch touches, moves included.
-fn written_paths(patch: &Patch) -> impl Iterator<Item = &str> {
+pub(super) fn written_paths(patch: &Patch) -> impl Iterator<Item = &str> {
     patch.ops.iter().flat_map(|op| match op {
         FileOp::Add { path, .. } | FileOp::Delete { path } => vec![path.as_str()],
         FileOp::Update { path, move_to, .. } => std::iter::once(path.as_str())

@@ -161,6 +161,24 @@ pub fn apply_patch_confined(
     Ok(PatchSummary { changes })
 }
 
+/// Every path `patch` adds, updates, moves to or deletes, in patch order, normalised (`./a/../b`
+/// is `b`); a path the patch itself refuses (absolute, leaving the cwd) as written. For judging
+/// a patch with the command policy before it is applied.
+pub fn patch_paths(patch: &str) -> Result<Vec<String>, PatchError> {
+    let parsed = parse_patch(patch)?;
+    let mut paths: Vec<String> = Vec::new();
+    for path in guard::written_paths(&parsed) {
+        let path = match apply::relative_path(path) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => path.to_string(),
+        };
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    Ok(paths)
+}
+
 const DESCRIPTION: &str = "\
 Edits files with a patch. Output: a list of the changed files, or an error naming the file and \
 the lines that did not match (then no file was changed). The format:

@@ -5,6 +5,7 @@
 //! directory in sorted file-name order (see `docs/sandbox.md` for the format). The policy only
 //! judges; what a decision means under an approval policy is the runtime's business.
 
+mod gitcheck;
 mod readonly;
 mod resolve;
 mod rules;
@@ -19,6 +20,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+pub use gitcheck::{GIT_HARDENING_ENV, git_config_risk};
 pub use rules::{Decision, PatternToken, PolicyError, Rule};
 pub use trust::{TRUST_TABLE, trust_workspace, trusted_workspaces, workspace_trusted};
 
@@ -145,6 +147,37 @@ impl Policy {
     /// every rule, the strictest match winning; a string that is not plain whole, more strictly.
     pub fn evaluate(&self, cmd: &str) -> Evaluation {
         judge(&self.rules, cmd)
+    }
+}
+
+impl Policy {
+    /// Judges an `apply_patch` that writes `paths`, as one pseudo-command `apply_patch PATH`
+    /// per path: a rule `pattern = ["apply_patch", "docs/notes.md"]` names one file,
+    /// `["apply_patch"]` every patch. Prefix matching, like any plain command.
+    pub fn evaluate_patch(&self, paths: &[String]) -> Evaluation {
+        let commands: Vec<Vec<String>> = paths
+            .iter()
+            .map(|path| vec!["apply_patch".to_string(), path.clone()])
+            .collect();
+        let mut matches = Vec::new();
+        for (index, words) in commands.iter().enumerate() {
+            for rule in &self.rules {
+                if rule.matches_prefix(words) {
+                    matches.push(RuleMatch {
+                        command: index,
+                        rule: rule.clone(),
+                    });
+                }
+            }
+        }
+        let decision = matches.iter().map(|m| m.rule.decision).max();
+        Evaluation {
+            command: format!("apply_patch {}", paths.join(" ")),
+            parsed: true,
+            commands,
+            matches,
+            decision,
+        }
     }
 }
 
