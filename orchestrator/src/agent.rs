@@ -134,8 +134,7 @@ pub struct Agent {
     pub barriers: tokio::sync::Mutex<Option<std::time::Instant>>,
     /// The mails this agent has sent and not yet delivered, delivered in the order sent.
     pub outbox: Mutex<crate::outbox::Outbox>,
-    /// Subprocesses this agent has running, background ones included (an agent with one is
-    /// never evicted); killed when its turn is interrupted, it is closed or the session stops.
+    /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
 }
 

@@ -1,6 +1,6 @@
 //! The work tools, `exec_command` and `apply_patch`, run in the agent's own cwd: commands in
-//! the agent's sandbox after the approval gate, patches after their own gate (`untrusted` asks
-//! for them) and confined to what that sandbox would allow a command to write.
+//! the agent's sandbox after the approval gate, patches confined to what that sandbox would
+//! allow a command to write.
 
 use std::sync::Arc;
 
@@ -32,9 +32,10 @@ struct PatchArgs {
 
 pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
-    approval::gate_patch(inner, agent, &args.patch).await?;
     let cwd = agent.identity.cwd.clone();
     let mode = agent.identity.caps.sandbox;
+    // A patch passes its own approval gate (`untrusted` asks for it) before it is applied.
+    approval::gate_patch(inner, agent, &args.patch).await?;
     tokio::task::spawn_blocking(move || arbor_tools::apply_patch_confined(&cwd, &args.patch, mode))
         .await
         .map_err(|err| format!("apply_patch failed to run: {err}"))?
