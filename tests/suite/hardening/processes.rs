@@ -21,23 +21,28 @@ struct Reap(i32);
 
 impl Drop for Reap {
     fn drop(&mut self) {
-        if self.0 > 0 && runs_sleep(self.0) {
+        if self.0 > 0 && ours(self.0) {
             // SAFETY: kill(2) takes integers; the pid runs the test's own sleep.
             unsafe { libc::kill(self.0, libc::SIGKILL) };
         }
     }
 }
 
-/// Whether `pid` is in the process table running `sleep 1000`.
-fn runs_sleep(pid: i32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .is_ok_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"1000"))
+/// Whether `pid` is in the process table, not a zombie, running the test's `sleep 1000` (or
+/// the shell about to become it).
+fn ours(pid: i32) -> bool {
+    let running = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    });
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    running && String::from_utf8_lossy(&cmdline).contains("1000")
 }
 
-/// Waits (bounded) until `pid` is no longer in the process table.
+/// Waits (bounded) until `pid` has left the process table.
 fn gone(pid: i32) -> bool {
     (0..1000).any(|_| {
-        let gone = !runs_sleep(pid);
+        let gone = !ours(pid);
         if !gone {
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -67,7 +72,10 @@ fn a_background_nohup_setsid_sleep_is_gone_after_the_session_stops() {
         "bg.json",
         &json!({"agents": [{"match": "/root", "responses": [
             [{"call": "exec_command", "args": {"cmd": BACKGROUND}}],
-            [{"call": "exec_command", "args": {"cmd": "cat bg.pid"}}],
+            // The session ends only once the background process has written its pid.
+            [{"call": "exec_command", "args": {
+                "cmd": "while [ ! -s bg.pid ]; do sleep 0.01; done; cat bg.pid",
+                "timeout_ms": 60000}}],
             [{"say": "started"}]]}]}),
     );
     let out = ws
@@ -99,10 +107,7 @@ async fn an_interrupted_turn_leaves_no_background_process() {
         .await
         .expect("join");
     let _reap = Reap(pid);
-    assert!(
-        runs_sleep(pid),
-        "the background process runs while the turn does"
-    );
+    assert!(ours(pid), "the background process runs while the turn does");
     s.orch.interrupt_all("user_interrupt");
     s.orch.wait_quiescent().await;
     let ended = tokio::task::spawn_blocking(move || gone(pid))
