@@ -91,6 +91,7 @@ pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
 
 /// `arbor approve|deny <SESSION> <REQUEST_ID>`.
 pub fn answer(home: &Path, args: &AnswerArgs, approve: bool) -> Result<u8, CliError> {
+    crate::outside::ensure_outside_sandbox(home, "answer approval requests")?;
     crate::read::open_store(home)?;
     let answered = answer_external(home, &args.session, &args.request_id, approve).map_err(
         |err| match err {

@@ -50,6 +50,17 @@ pub enum Command {
     Approve(AnswerArgs),
     /// Deny a pending request.
     Deny(AnswerArgs),
+    /// Trust a workspace (default: the current directory): its .arbor/config.toml may then
+    /// choose the provider, base_url, api_key_env, headers and shell_environment, and its
+    /// .arbor/rules may allow commands.
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The workspace to trust (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

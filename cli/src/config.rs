@@ -1,5 +1,10 @@
 //! `config.toml`: the home one (`$ARBOR_HOME/config.toml`) and the workspace one
 //! (`<workspace>/.arbor/config.toml`). Precedence: flags > workspace > home > defaults.
+//!
+//! A workspace's file is written by whoever wrote the repository: until the user trusts the
+//! workspace (`arbor trust`), the keys that decide where the API key goes or what commands
+//! inherit (`provider`, `base_url`, `api_key_env`, `headers`, `shell_environment`) are ignored
+//! there, with a notice naming the file; `trusted_workspace` is only read from the home file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +36,78 @@ pub struct FileConfig {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub roles: BTreeMap<String, RoleSettings>,
+    /// How `exec_command` children get their environment.
+    pub shell_environment: Option<ShellEnvironmentConfig>,
+    /// Workspaces the user trusted (`arbor trust`); read from the home file only.
+    #[serde(default)]
+    pub trusted_workspace: Vec<TrustedWorkspace>,
+}
+
+/// One `[[trusted_workspace]]` of the home file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedWorkspace {
+    pub path: String,
+}
+
+/// `[shell_environment]`: every key optional (see `docs/sandbox.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellEnvironmentConfig {
+    /// `all` (the default), `core` or `none`.
+    pub inherit: Option<String>,
+    pub ignore_default_excludes: Option<bool>,
+    pub exclude: Option<Vec<String>>,
+    pub include_only: Option<Vec<String>>,
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+}
+
+impl ShellEnvironmentConfig {
+    /// `other` over `self`, key by key (`set` merges entry by entry).
+    fn overlay(mut self, other: ShellEnvironmentConfig) -> Self {
+        if other.inherit.is_some() {
+            self.inherit = other.inherit;
+        }
+        if other.ignore_default_excludes.is_some() {
+            self.ignore_default_excludes = other.ignore_default_excludes;
+        }
+        if other.exclude.is_some() {
+            self.exclude = other.exclude;
+        }
+        if other.include_only.is_some() {
+            self.include_only = other.include_only;
+        }
+        self.set.extend(other.set);
+        self
+    }
+}
+
+impl FileConfig {
+    /// The environment policy of `exec_command`; `never` are the names never passed (the
+    /// provider's key variable).
+    pub fn shell_environment(
+        &self,
+        never: Vec<String>,
+    ) -> Result<arbor_tools::ShellEnvironment, CliError> {
+        let table = self.shell_environment.clone().unwrap_or_default();
+        let inherit = match table.inherit.as_deref() {
+            None => arbor_tools::Inherit::All,
+            Some(text) => arbor_tools::Inherit::parse(text).ok_or_else(|| {
+                CliError::usage(format!(
+                    "config: shell_environment.inherit must be all, core or none, not `{text}`"
+                ))
+            })?,
+        };
+        Ok(arbor_tools::ShellEnvironment {
+            inherit,
+            ignore_default_excludes: table.ignore_default_excludes.unwrap_or(false),
+            exclude: table.exclude.unwrap_or_default(),
+            include_only: table.include_only.unwrap_or_default(),
+            set: table.set,
+            never,
+        })
+    }
 }
 
 impl FileConfig {
@@ -49,6 +126,10 @@ impl FileConfig {
             max_retries
         );
         self.headers.extend(other.headers);
+        self.shell_environment = match (self.shell_environment, other.shell_environment) {
+            (Some(base), Some(over)) => Some(base.overlay(over)),
+            (base, over) => over.or(base),
+        };
         for (role, settings) in other.roles {
             let entry = self.roles.entry(role).or_default();
             if settings.model.is_some() {
@@ -82,11 +163,71 @@ fn read(path: &Path) -> Result<FileConfig, CliError> {
     })
 }
 
-/// The merged configuration for a session in `workspace`.
+/// The merged configuration for a session in `workspace`. Keys an untrusted workspace may not
+/// set are dropped from its file, and the notices that say so (and those of the rules an
+/// untrusted workspace may not add) are printed on stderr.
 pub fn load(home: &Path, workspace: &Path) -> Result<FileConfig, CliError> {
+    let (config, notices) = load_quietly(home, workspace)?;
+    for notice in notices {
+        eprintln!("{notice}");
+    }
+    Ok(config)
+}
+
+/// [`load`], with the notices returned instead of printed.
+pub fn load_quietly(home: &Path, workspace: &Path) -> Result<(FileConfig, Vec<String>), CliError> {
     let home_config = read(&home.join("config.toml"))?;
-    let workspace_config = read(&workspace_file(workspace))?;
-    Ok(home_config.overlay(workspace_config))
+    let file = workspace_file(workspace);
+    let mut workspace_config = read(&file)?;
+    let mut notices = Vec::new();
+    if !workspace_config.trusted_workspace.is_empty() {
+        workspace_config.trusted_workspace.clear();
+        notices.push(format!(
+            "notice: ignoring trusted_workspace in {}: only {} can trust a workspace",
+            file.display(),
+            home.join("config.toml").display()
+        ));
+    }
+    if !arbor_tools::workspace_trusted(home, workspace) {
+        let ignored = workspace_config.drop_untrusted_keys();
+        if !ignored.is_empty() {
+            notices.push(format!(
+                "notice: ignoring {} in {}: the workspace is not trusted (run `arbor trust {}` \
+                 to trust it)",
+                ignored.join(", "),
+                file.display(),
+                workspace.display()
+            ));
+        }
+    }
+    // The rules load again when the session opens (and report their errors then).
+    if let Ok(policy) = arbor_tools::Policy::load(home, workspace) {
+        notices.extend(policy.notices().iter().cloned());
+    }
+    Ok((home_config.overlay(workspace_config), notices))
+}
+
+impl FileConfig {
+    /// Removes the keys only a trusted workspace may set; returns their names.
+    fn drop_untrusted_keys(&mut self) -> Vec<&'static str> {
+        let mut ignored = Vec::new();
+        if self.provider.take().is_some() {
+            ignored.push("provider");
+        }
+        if self.base_url.take().is_some() {
+            ignored.push("base_url");
+        }
+        if self.api_key_env.take().is_some() {
+            ignored.push("api_key_env");
+        }
+        if !std::mem::take(&mut self.headers).is_empty() {
+            ignored.push("headers");
+        }
+        if self.shell_environment.take().is_some() {
+            ignored.push("shell_environment");
+        }
+        ignored
+    }
 }
 
 fn workspace_file(workspace: &Path) -> PathBuf {
@@ -128,6 +269,36 @@ mod tests {
             err.message.contains("config.toml") && err.message.contains("modle"),
             "{}",
             err.message
+        );
+    }
+
+    #[test]
+    fn shell_environment_merges_and_names_a_bad_inherit() {
+        let home = tempfile_dir();
+        std::fs::write(
+            home.join("config.toml"),
+            "[shell_environment]\ninherit = \"core\"\nset = { A = \"1\" }\n",
+        )
+        .expect("write");
+        let merged = load(&home, &home).expect("load");
+        let env = merged
+            .shell_environment(vec!["KEYVAR".into()])
+            .expect("valid");
+        assert_eq!(env.inherit, arbor_tools::Inherit::Core);
+        assert_eq!(env.set.get("A").map(String::as_str), Some("1"));
+        assert_eq!(env.never, ["KEYVAR"]);
+        std::fs::write(
+            home.join("config.toml"),
+            "[shell_environment]\ninherit = \"some\"\n",
+        )
+        .expect("write");
+        let err = load(&home, &home)
+            .expect("load")
+            .shell_environment(Vec::new())
+            .expect_err("bad inherit");
+        assert_eq!(
+            err.message,
+            "config: shell_environment.inherit must be all, core or none, not `some`"
         );
     }
 

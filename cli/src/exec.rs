@@ -346,6 +346,11 @@ pub fn run_config(
         SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
         SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
     };
+    let key_variable = file
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| arbor_model::DEFAULT_API_KEY_ENV.to_string());
+    config.shell_environment = Arc::new(file.shell_environment(vec![key_variable])?);
     config.max_depth = run.max_depth;
     config.max_running = usize::try_from(run.max_running).unwrap_or(usize::MAX);
     config.max_resident = usize::try_from(run.max_resident).unwrap_or(usize::MAX);

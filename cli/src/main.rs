@@ -9,9 +9,11 @@ mod error;
 mod exec;
 mod logtext;
 mod output;
+mod outside;
 mod prompt;
 mod read;
 mod session;
+mod trust;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,5 +101,6 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Approvals(args) => approvals::list(&home, &args).map(|()| 0),
         Command::Approve(args) => approvals::answer(&home, &args, true),
         Command::Deny(args) => approvals::answer(&home, &args, false),
+        Command::Trust(args) => trust::trust(&home, &args),
     }
 }

@@ -1,9 +1,11 @@
-//! The guardian's verdict: strict JSON, found as the whole answer or as its outermost braces.
+//! The guardian's verdict: exactly one JSON object with only the known keys, as the whole
+//! answer (surrounding whitespace aside).
 //!
-//! Only `outcome` is required. Unknown extra keys are tolerated and ignored: they cannot turn a
-//! deny into an allow (only an explicit `"outcome": "allow"` allows), and rejecting them would
-//! turn harmless chatter into `review_unavailable` denials. A duplicated key, a wrong type or a
-//! value outside the enums is malformed.
+//! Only `outcome` is required. Anything else is malformed and so fails closed
+//! (`review_unavailable`, behaviour §7): text before or after the object, a code fence, an
+//! array (even of one verdict), an unknown key, a duplicated key, a wrong type or a value outside
+//! the enums. The guardian is told the format; an answer that does not follow it is not a
+//! verdict, and guessing which part of it was meant would let prose or a second object decide.
 
 use arbor_protocol::text::truncate_middle;
 use serde::{Deserialize, Serialize};
@@ -103,34 +105,38 @@ impl Verdict {
     }
 }
 
-/// Parses the reviewer's answer: the whole text as a JSON object, else the text from its
-/// first `{` to its last `}` (the outermost object, so braces inside the rationale are fine).
-/// Anything else is [`VerdictError::Malformed`]; so is a top-level array, which serde would
-/// otherwise read as a struct.
+/// Parses the reviewer's answer: the whole text, trimmed, must be one JSON object with only
+/// the keys of the verdict. Anything else is [`VerdictError::Malformed`], with a reason that says
+/// what was wrong (prose around the object, a code fence, an array, an unknown key, …).
 pub fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
     let text = text.trim();
-    if text.is_empty() {
+    let Some(first) = text.chars().next() else {
         return Err(VerdictError::Malformed("empty reviewer answer".into()));
+    };
+    if text.starts_with("```") {
+        return Err(VerdictError::Malformed(
+            "the answer is in a code fence; expected one bare json object".into(),
+        ));
     }
-    if text.starts_with('{') {
-        match serde_json::from_str::<RawVerdict>(text) {
-            Ok(raw) => return raw.check(),
-            // Valid JSON of the wrong shape: the answer is the whole text, and it is wrong.
-            Err(error) if error.is_data() => return Err(malformed(&error)),
-            Err(_) => {}
+    match first {
+        '{' => {}
+        '[' => {
+            return Err(VerdictError::Malformed(
+                "the answer is a json array; expected one json object".into(),
+            ));
+        }
+        _ if text.contains('{') => {
+            return Err(VerdictError::Malformed(
+                "text before the json object; expected one json object and nothing else".into(),
+            ));
+        }
+        _ => {
+            return Err(VerdictError::Malformed(
+                "no json object in reviewer answer".into(),
+            ));
         }
     }
-    let object = text
-        .find('{')
-        .zip(text.rfind('}'))
-        .filter(|(start, end)| start < end)
-        .map(|(start, end)| &text[start..=end]);
-    let Some(object) = object else {
-        return Err(VerdictError::Malformed(
-            "no json object in reviewer answer".into(),
-        ));
-    };
-    serde_json::from_str::<RawVerdict>(object)
+    serde_json::from_str::<RawVerdict>(text)
         .map_err(|error| malformed(&error))?
         .check()
 }
@@ -138,6 +144,7 @@ pub fn parse_verdict(text: &str) -> Result<Verdict, VerdictError> {
 /// The verdict as written: enum values are read as plain strings and checked by hand, so a
 /// value can only be one of the exact wire texts.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawVerdict {
     outcome: String,
     #[serde(default)]
@@ -192,7 +199,13 @@ fn one_of<T: Copy>(
 }
 
 fn malformed(error: &serde_json::Error) -> VerdictError {
-    VerdictError::Malformed(error.to_string())
+    let reason = error.to_string();
+    if reason.starts_with("trailing characters") {
+        return VerdictError::Malformed(format!(
+            "text after the json object ({reason}); expected one json object and nothing else"
+        ));
+    }
+    VerdictError::Malformed(reason)
 }
 
 #[cfg(test)]
@@ -249,14 +262,44 @@ mod tests {
     }
 
     #[test]
-    fn json_inside_prose_uses_the_outermost_braces() {
+    fn prose_before_the_object_is_malformed() {
         check(
-            "Here is my verdict:\n```json\n{\"outcome\": \"deny\", \"risk_level\": \"high\"}\n```\nThanks.",
-            Ok((Deny, Some(High), None)),
+            "Here is my verdict: {\"outcome\": \"allow\"}",
+            Err("text before the json object"),
         );
         check(
-            r#"verdict: {"outcome":"deny","rationale":"it runs `rm -rf {dir}/*` and {x}"} done"#,
-            Ok((Deny, None, Some("it runs `rm -rf {dir}/*` and {x}"))),
+            r#"verdict: {"outcome":"deny","rationale":"it runs `rm -rf {dir}/*`"} done"#,
+            Err("text before the json object"),
+        );
+    }
+
+    #[test]
+    fn a_code_fence_is_malformed() {
+        check(
+            "```json\n{\"outcome\": \"allow\", \"risk_level\": \"low\"}\n```",
+            Err("code fence"),
+        );
+        check("```\n{\"outcome\": \"allow\"}\n```", Err("code fence"));
+    }
+
+    #[test]
+    fn a_one_element_array_is_malformed() {
+        check(r#"[{"outcome":"allow"}]"#, Err("json array"));
+        check(
+            r#"  [ {"outcome":"allow","risk_level":"low"} ] "#,
+            Err("json array"),
+        );
+    }
+
+    #[test]
+    fn text_after_the_object_is_malformed() {
+        check(
+            r#"{"outcome":"allow"} I am confident."#,
+            Err("text after the json object"),
+        );
+        check(
+            r#"{"outcome":"deny"} {"outcome":"allow"}"#,
+            Err("text after the json object"),
         );
     }
 
@@ -273,10 +316,14 @@ mod tests {
     }
 
     #[test]
-    fn unknown_keys_are_tolerated() {
+    fn unknown_keys_are_malformed() {
         check(
-            r#"{"outcome":"allow","confidence":0.9,"notes":{"a":1}}"#,
-            Ok((Allow, None, None)),
+            r#"{"outcome":"allow","confidence":0.9}"#,
+            Err("unknown field `confidence`"),
+        );
+        check(
+            r#"{"outcome":"allow","risk_level":"low","override":true}"#,
+            Err("unknown field `override`"),
         );
     }
 
@@ -285,7 +332,7 @@ mod tests {
         check("", Err("empty reviewer answer"));
         check("   \n ", Err("empty reviewer answer"));
         check("I think this is fine.", Err("no json object"));
-        check("} backwards {", Err("no json object"));
+        check("} backwards {", Err("text before the json object"));
         check(r#"{"risk_level":"low"}"#, Err("missing field `outcome`"));
         check(
             r#"{"outcome":"maybe"}"#,
@@ -307,16 +354,12 @@ mod tests {
             r#"{"outcome":"deny","outcome":"allow"}"#,
             Err("duplicate field `outcome`"),
         );
-        check(r#"["allow"]"#, Err("no json object"));
-        check(r#"["allow", "low", "high", "fine"]"#, Err("no json object"));
-        check(r#"{"outcome":"allow""#, Err("no json object"));
+        check(r#"["allow"]"#, Err("json array"));
+        check(r#"["allow", "low", "high", "fine"]"#, Err("json array"));
+        check(r#"{"outcome":"allow""#, Err("EOF while parsing"));
         check(
             r#"ok {"outcome":"allow"} and {"outcome":"deny"}"#,
-            Err("trailing characters"),
-        );
-        check(
-            r#"prose {"outcome": "maybe"} prose"#,
-            Err("unknown outcome `maybe`"),
+            Err("text before the json object"),
         );
     }
 

@@ -72,6 +72,9 @@ pub struct RunConfig {
     pub role_models: std::collections::BTreeMap<String, RoleModel>,
     /// Tokens (input + output) the whole tree may use; once reached no new turn starts.
     pub budget_tokens: Option<u64>,
+    /// How the environment of every `exec_command` is built from this process's (secrets and
+    /// the provider's key variable left out).
+    pub shell_environment: std::sync::Arc<arbor_tools::ShellEnvironment>,
 }
 
 impl RunConfig {
@@ -100,6 +103,7 @@ impl RunConfig {
             root_driven: true,
             role_models: std::collections::BTreeMap::new(),
             budget_tokens: None,
+            shell_environment: std::sync::Arc::default(),
         }
     }
 }

@@ -81,7 +81,8 @@ impl Inner {
         roles: RoleSet,
         policy: Policy,
     ) -> Self {
-        let approvals = Approvals::new(policy, config.allow_network, config.approval_terminal);
+        let approvals = Approvals::new(policy, config.allow_network, config.approval_terminal)
+            .protecting_home(&config.home);
         Self {
             approvals,
             config,

@@ -47,6 +47,8 @@ async fn agent_loop(
         // Evicted: a queued turn stays queued and revives the agent when it is granted.
         return;
     }
+    // Closed or shutting down: nothing its commands started may outlive it.
+    agent.live.kill_all();
     // Closed or shutting down: a turn granted or queued but never started will not run now.
     let abandoned = {
         let mut state = agent.state();
@@ -93,6 +95,10 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
             }
         }
     };
+    if matches!(outcome, Outcome::Aborted(AbortKind::Interrupted, _)) {
+        // An interrupted turn leaves no process of its agent's running.
+        agent.live.kill_all();
+    }
     finish_turn(inner, agent, turn, outcome);
 }
 

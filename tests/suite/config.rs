@@ -120,6 +120,9 @@ async fn chat_provider_from_flags_and_openai_from_config_answer_through_a_local_
         format!("provider = \"openai\"\nmodel = \"cfg-model\"\nbase_url = \"{}\"\napi_key_env = \"ARBOR_TEST_KEY\"\n[headers]\nx-team = \"arbor\"\n", responses.base_url()),
     )
     .expect("config");
+    // A workspace's file may choose the provider, the URL, the key and headers once trusted.
+    let trusted = ws.run(&["trust", &project]);
+    assert_eq!(trusted.status.code(), Some(0), "{}", text(&trusted.stderr));
     let secret = "sk-test-secret-do-not-store".to_string();
     let args: Vec<String> = ["exec", "--cwd", &project, "say hi"]
         .iter()

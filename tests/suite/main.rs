@@ -5,6 +5,7 @@ mod approvals;
 mod cli;
 mod config;
 mod durability;
+mod hardening;
 mod lease;
 mod paths;
 mod providers;

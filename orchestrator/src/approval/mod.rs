@@ -13,6 +13,7 @@ mod guardian;
 mod human;
 mod ledger;
 mod need;
+mod patch;
 mod review;
 mod watch;
 
@@ -23,7 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arbor_agent_graph::{ApprovalOutcome, DecidedBy, OverrideKey};
 use arbor_protocol::{ApprovalPolicy, SandboxMode, ThreadId};
 use arbor_tools::{
-    ExecArgs, Launcher, PlainLauncher, Policy, SandboxLauncher, SandboxPermissions, SandboxStatus,
+    ExecArgs, GIT_HARDENING_ENV, Launcher, PlainLauncher, Policy, SandboxLauncher,
+    SandboxPermissions, SandboxStatus, WithEnv,
 };
 use tokio::sync::mpsc;
 
@@ -34,6 +36,7 @@ use broker::{Request, Settled};
 pub use human::{ApprovalPrompt, TerminalAnswer};
 use ledger::Ledger;
 pub use need::{FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, record_key};
+pub use patch::gate_patch;
 use watch::Watched;
 pub use watch::{answered, restore};
 
@@ -44,6 +47,9 @@ pub struct Approvals {
     /// One sandbox launcher per (mode, workspace), built on first use.
     launchers: Mutex<HashMap<(SandboxMode, PathBuf), Arc<SandboxLauncher>>>,
     allow_network: bool,
+    /// Paths no sandbox may write, wherever they lie: the arbor home (its store holds the
+    /// approvals, so a sandboxed agent could otherwise approve its own request).
+    protected: Vec<PathBuf>,
     /// Commands the user approved for the session: (canonical command, cwd, escalated).
     for_session: Mutex<HashSet<(String, String, bool)>>,
     /// Consecutive denials per agent turn (guardian reviews).
@@ -71,6 +77,7 @@ impl Approvals {
             policy,
             launchers: Mutex::new(HashMap::new()),
             allow_network,
+            protected: Vec::new(),
             for_session: Mutex::new(HashSet::new()),
             breaker: Mutex::new(arbor_guardian::DenialBreaker::new()),
             prompts,
@@ -80,6 +87,12 @@ impl Approvals {
             review: tokio::sync::Mutex::new(()),
             root_task: Mutex::new(None),
         }
+    }
+
+    /// Keeps `home` read-only in every sandbox of the session, wherever it lies.
+    pub fn protecting_home(mut self, home: &Path) -> Self {
+        self.protected = vec![home.to_path_buf()];
+        self
     }
 
     /// The terminal's queue of approval prompts, once.
@@ -111,7 +124,10 @@ impl Approvals {
             launchers
                 .entry((mode, workspace.to_path_buf()))
                 .or_insert_with(|| {
-                    Arc::new(SandboxLauncher::new(mode, workspace, self.allow_network))
+                    Arc::new(
+                        SandboxLauncher::new(mode, workspace, self.allow_network)
+                            .protecting(self.protected.clone()),
+                    )
                 }),
         )
     }
@@ -163,49 +179,106 @@ pub async fn gate_exec(
     let escalated = args.permissions() == SandboxPermissions::RequireEscalated;
     let evaluation = approvals.policy.evaluate(&args.cmd);
     let sandboxed: Arc<dyn Launcher> = approvals.launcher(caps.sandbox, &agent.identity.cwd);
-    let reason = match need::assess(&evaluation, caps.approval_policy, escalated) {
+    let mut need = need::assess(&evaluation, caps.approval_policy, escalated);
+    if caps.approval_policy == ApprovalPolicy::Untrusted && need == need::Need::Run {
+        need = untrusted_git(&evaluation, workdir).await;
+        if need == need::Need::Run {
+            // Read-only git still reads the repository's config: run it with hooks, the
+            // fsmonitor and pagers off.
+            return Ok(Arc::new(WithEnv::new(sandboxed, GIT_HARDENING_ENV)));
+        }
+    }
+    let reason = match need {
         need::Need::Run => return Ok(sandboxed),
         need::Need::Approval(reason) => reason,
         need::Need::Forbidden(rule) => {
-            let message = need::forbidden_message(&rule);
             let request = new_request(agent, args, workdir, &format!("forbidden by {rule}"));
-            let settled = Settled::refuse(
-                ApprovalOutcome::Deny,
-                DecidedBy::Policy,
-                Some(format!("forbidden by {rule}")),
-                message.clone(),
-            );
-            broker::record_settled(inner, agent, &request, &settled).await?;
-            return Err(message);
+            return Err(refuse_forbidden(inner, agent, &request, &rule).await);
         }
     };
-    if agent.identity.internal {
-        return Err(GUARDIAN_CANNOT_ASK_SENTENCE.to_string());
-    }
     let request = new_request(agent, args, workdir, &reason);
-    let approved: Arc<dyn Launcher> = if escalated {
+    seek_approval(inner, agent, &request).await?;
+    Ok(if escalated {
         Arc::new(PlainLauncher)
     } else {
         sandboxed
-    };
-    if caps.approval_policy == ApprovalPolicy::Never {
+    })
+}
+
+/// Under `untrusted`, a command judged read-only that runs git asks after all when the
+/// repository's config could make git run a program.
+async fn untrusted_git(evaluation: &arbor_tools::Evaluation, workdir: &Path) -> need::Need {
+    let runs_git = evaluation.commands.iter().any(|words| {
+        words
+            .first()
+            .is_some_and(|w| w.rsplit('/').next() == Some("git"))
+    });
+    if !runs_git {
+        return need::Need::Run;
+    }
+    let (evaluation, workdir) = (evaluation.clone(), workdir.to_path_buf());
+    let risk =
+        tokio::task::spawn_blocking(move || arbor_tools::git_config_risk(&evaluation, &workdir))
+            .await
+            .unwrap_or_else(|err| Some(format!("the check failed: {err}")));
+    match risk {
+        None => need::Need::Run,
+        Some(risk) => need::Need::Approval(format!(
+            "approval policy untrusted: git could run a program its repository chose ({risk})"
+        )),
+    }
+}
+
+/// Records the refusal of an action a `forbidden` rule matches; the text its model reads.
+async fn refuse_forbidden(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    request: &Request,
+    rule: &str,
+) -> String {
+    let message = need::forbidden_message(rule);
+    let settled = Settled::refuse(
+        ApprovalOutcome::Deny,
+        DecidedBy::Policy,
+        Some(format!("forbidden by {rule}")),
+        message.clone(),
+    );
+    match broker::record_settled(inner, agent, request, &settled).await {
+        Ok(()) => message,
+        Err(err) => err,
+    }
+}
+
+/// Asks for approval of `request` (the guardian never asks): policy `never` refuses, the
+/// user's approval for the session allows, otherwise the reviewer decides. `Err` is the text
+/// the requester's model reads instead of the action's result.
+async fn seek_approval(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    request: &Request,
+) -> Result<(), String> {
+    let approvals = &inner.approvals;
+    if agent.identity.internal {
+        return Err(GUARDIAN_CANNOT_ASK_SENTENCE.to_string());
+    }
+    if agent.identity.caps.approval_policy == ApprovalPolicy::Never {
         let settled = Settled::refuse(
             ApprovalOutcome::Deny,
             DecidedBy::Policy,
             Some("approval policy never".to_string()),
             arbor_guardian::policy_never_message(),
         );
-        broker::record_settled(inner, agent, &request, &settled).await?;
+        broker::record_settled(inner, agent, request, &settled).await?;
         return Err(arbor_guardian::policy_never_message());
     }
     if approvals.cached_for_session(&request.key) {
         let settled = Settled::allow(DecidedBy::User, Some("approved for the session".into()));
-        broker::record_settled(inner, agent, &request, &settled).await?;
-        return Ok(approved);
+        broker::record_settled(inner, agent, request, &settled).await?;
+        return Ok(());
     }
-    let settled = review::decide(inner, agent, &request).await?;
+    let settled = review::decide(inner, agent, request).await?;
     match settled.message {
-        None => Ok(approved),
+        None => Ok(()),
         Some(message) => Err(message),
     }
 }

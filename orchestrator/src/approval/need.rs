@@ -55,6 +55,57 @@ pub fn assess(evaluation: &Evaluation, policy: ApprovalPolicy, escalated: bool) 
     }
 }
 
+/// Judges an `apply_patch` (its paths as `apply_patch PATH` pseudo-commands): `forbidden` rules
+/// win; a `prompt` rule asks; under `untrusted` every path must be named by an `allow` rule.
+pub fn assess_patch(evaluation: &Evaluation, policy: ApprovalPolicy) -> Need {
+    if evaluation.decision == Some(Decision::Forbidden) {
+        return Need::Forbidden(rule_text(evaluation, Decision::Forbidden));
+    }
+    if evaluation.decision == Some(Decision::Prompt) {
+        return Need::Approval(format!(
+            "{} asks for approval",
+            rule_text(evaluation, Decision::Prompt)
+        ));
+    }
+    let allowed = (0..evaluation.commands.len())
+        .all(|index| evaluation.matches.iter().any(|m| m.command == index));
+    if policy == ApprovalPolicy::Untrusted && !allowed {
+        return Need::Approval(
+            "approval policy untrusted: it changes files no allow rule names".to_string(),
+        );
+    }
+    Need::Run
+}
+
+/// The exact planned action of an `apply_patch` call.
+pub fn patch_action(
+    patch: &str,
+    paths: &[String],
+    cwd: &Path,
+    sandbox: SandboxMode,
+    reason: &str,
+) -> Value {
+    json!({
+        "tool": "apply_patch",
+        "command": format!("apply_patch {}", paths.join(" ")),
+        "paths": paths,
+        "patch": patch,
+        "cwd": cwd.display().to_string(),
+        "sandbox": sandbox.as_str(),
+        "approval_reason": reason,
+    })
+}
+
+/// What makes a retried patch identical: requester, the patch text, cwd.
+pub fn patch_key(requester: &AgentPath, patch: &str, cwd: &Path) -> OverrideKey {
+    OverrideKey {
+        requester: requester.clone(),
+        command: format!("apply_patch\n{}", patch.trim()),
+        cwd: cwd.display().to_string(),
+        escalated: false,
+    }
+}
+
 /// Whether `untrusted` runs a command without asking: it parsed, and each of its plain commands
 /// is known read-only or matched by an `allow` rule (and no rule asks for more).
 fn trusted(evaluation: &Evaluation) -> bool {
@@ -136,9 +187,16 @@ pub fn override_key(requester: &AgentPath, args: &ExecArgs, workdir: &Path) -> O
 }
 
 /// The override key of a stored request (for an answer given from outside the runtime).
-/// `None` for an action that is not an `exec_command`.
+/// `None` for an action that is neither an `exec_command` nor an `apply_patch`.
 pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
     let action = &record.action;
+    if action["tool"] == "apply_patch" {
+        return Some(patch_key(
+            &record.requester,
+            action["patch"].as_str()?,
+            Path::new(action["cwd"].as_str()?),
+        ));
+    }
     if action["tool"] != "exec_command" {
         return None;
     }
@@ -235,6 +293,37 @@ decision = "allow"
             true,
             "cargo build",
             "ask: it asks to run outside the sandbox",
+        );
+    }
+
+    #[test]
+    fn patches_are_judged_by_their_paths() {
+        let mut policy = policy();
+        policy
+            .add_file(
+                Path::new("patch.toml"),
+                "[[rule]]\npattern = [\"apply_patch\", \"notes.md\"]\ndecision = \"allow\"\n\n\
+                 [[rule]]\npattern = [\"apply_patch\", \"ci.yml\"]\ndecision = \"forbidden\"\n",
+            )
+            .expect("rules load");
+        let judge = |paths: &[&str], approval| {
+            let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+            match assess_patch(&policy.evaluate_patch(&paths), approval) {
+                Need::Run => "run".to_string(),
+                Need::Forbidden(rule) => format!("forbidden: {rule}"),
+                Need::Approval(reason) => format!("ask: {reason}"),
+            }
+        };
+        use ApprovalPolicy::{OnRequest, Untrusted};
+        assert_eq!(judge(&["src/a.rs"], OnRequest), "run");
+        assert_eq!(judge(&["notes.md"], Untrusted), "run");
+        assert_eq!(
+            judge(&["notes.md", "src/a.rs"], Untrusted),
+            "ask: approval policy untrusted: it changes files no allow rule names"
+        );
+        assert_eq!(
+            judge(&["ci.yml"], OnRequest),
+            "forbidden: rule `apply_patch ci.yml`"
         );
     }
 

@@ -23,6 +23,7 @@ pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &st
     durable_now(inner).await?;
     let request = request
         .with_launcher(launcher)
+        .with_environment(inner.config.shell_environment.clone())
         .with_live(agent.live.clone());
     Ok(run_exec(request).await.to_model_output())
 }
@@ -35,9 +36,11 @@ struct PatchArgs {
 
 pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
-    durable_now(inner).await?;
     let cwd = agent.identity.cwd.clone();
     let mode = agent.identity.caps.sandbox;
+    // A patch passes its own approval gate (`untrusted` asks for it) before it is applied.
+    approval::gate_patch(inner, agent, &args.patch).await?;
+    durable_now(inner).await?;
     tokio::task::spawn_blocking(move || arbor_tools::apply_patch_confined(&cwd, &args.patch, mode))
         .await
         .map_err(|err| format!("apply_patch failed to run: {err}"))?

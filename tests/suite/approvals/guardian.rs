@@ -1,6 +1,6 @@
-//! The guardian as reviewer: allow, deny, a malformed verdict, a verdict past the deadline, a
-//! 503 retried once, the denial breaker, an override after a denial, and what the guardian is
-//! shown.
+//! The guardian as reviewer: allow, deny, a malformed verdict (prose, a fence, an array, an
+//! unknown key), a verdict past the deadline, a 503 retried once, the denial breaker, an
+//! override after a denial, and what the guardian is shown.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,6 +144,45 @@ async fn a_malformed_verdict_is_review_unavailable_without_a_retry() {
         1,
         "a malformed answer is not retried"
     );
+}
+
+/// An allow wrapped in anything but one bare object with the known keys is not a verdict: the
+/// action does not run, and the log says why the review failed.
+#[tokio::test]
+async fn an_allow_that_is_not_one_bare_object_fails_closed() {
+    let outside = outside_dir();
+    let target = outside.path().join("allowed.txt");
+    let cases = [
+        (format!("Verdict: {ALLOW}"), "text before the json object"),
+        (format!("```json\n{ALLOW}\n```"), "code fence"),
+        (format!("[{ALLOW}]"), "json array"),
+        (
+            r#"{"outcome": "allow", "risk_level": "low", "approved_by": "user"}"#.to_string(),
+            "unknown field `approved_by`",
+        ),
+    ];
+    for (answer, reason) in cases {
+        let script = json!({"agents": [
+            root_calls(&[escalated(&format!("touch {}", target.display()))]),
+            guardian(&[say(&answer)])
+        ]});
+        let mut s = guardian_session(script, |_| {}).await;
+        s.run("do it").await;
+        let output = s.tool_output("/root", "exec_command");
+        assert!(
+            output.starts_with(REVIEW_UNAVAILABLE_SENTENCE),
+            "{answer}: {output}"
+        );
+        assert!(output.contains(reason), "{answer}: {output}");
+        let records = log(&s);
+        assert_eq!(outcomes(&records), [pair("review_unavailable", "guardian")]);
+        let rationale = records[0].rationale.clone().unwrap_or_default();
+        assert!(
+            rationale.starts_with("malformed verdict") && rationale.contains(reason),
+            "{answer}: {rationale}"
+        );
+        assert!(!target.exists(), "{answer}: the escalation ran");
+    }
 }
 
 #[tokio::test]

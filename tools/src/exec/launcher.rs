@@ -3,6 +3,7 @@
 use std::fmt;
 use std::io;
 use std::process::Command;
+use std::sync::Arc;
 
 /// Prepares a command for spawning. **API Boundary:** the Landlock sandbox (behaviour §8) is a
 /// `Launcher`; approvals decide which launcher a call gets (an approved escalation gets the
@@ -35,5 +36,36 @@ impl Launcher for PlainLauncher {
 
     fn sandbox_label(&self) -> &str {
         "none"
+    }
+}
+
+/// Another launcher, with variables set for the command on top of its environment (e.g. the
+/// git settings `untrusted` runs read-only git with).
+#[derive(Debug, Clone)]
+pub struct WithEnv {
+    inner: Arc<dyn Launcher>,
+    vars: Vec<(String, String)>,
+}
+
+impl WithEnv {
+    pub fn new(inner: Arc<dyn Launcher>, vars: &[(&str, &str)]) -> Self {
+        Self {
+            inner,
+            vars: vars
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
+        }
+    }
+}
+
+impl Launcher for WithEnv {
+    fn prepare(&self, cmd: &mut Command) -> io::Result<()> {
+        cmd.envs(self.vars.iter().map(|(name, value)| (name, value)));
+        self.inner.prepare(cmd)
+    }
+
+    fn sandbox_label(&self) -> &str {
+        self.inner.sandbox_label()
     }
 }

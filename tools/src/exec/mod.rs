@@ -2,6 +2,10 @@
 
 mod args;
 mod capture;
+mod contain;
+#[cfg(test)]
+mod contain_tests;
+mod env;
 mod group;
 mod launcher;
 mod run;
@@ -13,6 +17,7 @@ pub use args::{
     ExecArgsError, ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec,
     exec_tool_spec_with,
 };
+pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
 pub use group::LiveProcesses;
-pub use launcher::{Launcher, PlainLauncher};
+pub use launcher::{Launcher, PlainLauncher, WithEnv};
 pub use run::{ExecOutcome, ExecRequest, run_exec};

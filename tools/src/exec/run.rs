@@ -12,7 +12,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::args::{ExecArgs, ExecArgsError, ExecConfig};
 use super::capture::HeadTail;
-use super::group::{GroupGuard, LiveProcesses};
+use super::contain::Supervision;
+use super::env::ShellEnvironment;
+use super::group::{CommandGuard, LiveProcesses};
 use super::launcher::{Launcher, PlainLauncher};
 
 /// One command ready to run: everything the model asked for, resolved and checked.
@@ -31,6 +33,10 @@ pub struct ExecRequest {
     pub launcher: Arc<dyn Launcher>,
     /// The owner's live-subprocess count; this command counts while it runs.
     pub live: LiveProcesses,
+    /// How the command's environment is built from arbor's (secrets left out by default).
+    pub environment: Arc<ShellEnvironment>,
+    /// Variables set on top of that environment for this command only.
+    pub extra_env: Vec<(String, String)>,
 }
 
 impl ExecRequest {
@@ -45,6 +51,8 @@ impl ExecRequest {
             drain_grace: Duration::from_millis(config.drain_grace_ms),
             launcher: Arc::new(PlainLauncher),
             live: LiveProcesses::new(),
+            environment: Arc::new(ShellEnvironment::default()),
+            extra_env: Vec::new(),
         }
     }
 
@@ -64,11 +72,24 @@ impl ExecRequest {
             drain_grace: Duration::from_millis(config.drain_grace_ms),
             launcher: Arc::new(PlainLauncher),
             live: LiveProcesses::new(),
+            environment: Arc::new(ShellEnvironment::default()),
+            extra_env: Vec::new(),
         })
     }
 
     pub fn with_launcher(mut self, launcher: Arc<dyn Launcher>) -> Self {
         self.launcher = launcher;
+        self
+    }
+
+    pub fn with_environment(mut self, environment: Arc<ShellEnvironment>) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// Sets `name` to `value` for this command, on top of its environment.
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_env.push((name.into(), value.into()));
         self
     }
 
@@ -142,12 +163,16 @@ impl ExecOutcome {
 }
 
 /// Runs `bash -c <command>` (or `sh -c` without bash) in its own process group with stdin
-/// empty, capturing stdout and stderr concurrently in bounded buffers.
+/// empty and the environment `req.environment` builds (no secrets by default), capturing stdout
+/// and stderr concurrently in bounded buffers.
 ///
-/// At the timeout the whole group is killed, grandchildren included. When the shell exits but
-/// some process it left behind keeps the output pipes open, output is read for the drain grace
-/// and then that group is killed too. Dropping the returned future (the agent was interrupted)
-/// kills the group. While it runs the command counts in `req.live`.
+/// The command runs under a supervisor that adopts every process it starts (`contain.rs`), so
+/// "everything it started" includes what left its process group (`setsid`, double forks). At
+/// the timeout all of it is killed. When the shell exits but some process it left behind keeps
+/// the output pipes open, output is read for the drain grace and then all of it is killed too.
+/// Dropping the returned future (the agent was interrupted) kills all of it. While it runs the
+/// command counts in `req.live`; processes it leaves running in the background stay in
+/// `req.live` until they end or [`LiveProcesses::kill_all`].
 pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
     let started = Instant::now();
     let sandbox = req.launcher.sandbox_label().to_string();
@@ -155,12 +180,24 @@ pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
         return ExecOutcome::not_started(error, started, sandbox);
     }
 
+    let supervision = match Supervision::new() {
+        Ok(supervision) => supervision,
+        Err(err) => {
+            let error = format!("could not start the command: cannot make its pipes: {err}");
+            return ExecOutcome::not_started(error, started, sandbox);
+        }
+    };
     let mut command = std::process::Command::new(shell());
     command
         .arg("-c")
         .arg(&req.command)
         .current_dir(&req.workdir)
-        .process_group(0);
+        .process_group(0)
+        .env_clear()
+        .envs(req.environment.build_from_process())
+        .envs(req.extra_env.iter().map(|(n, v)| (n, v)));
+    // The supervisor first: the launcher's hooks (the sandbox) then run in the command only.
+    supervision.install(&mut command);
     if let Err(err) = req.launcher.prepare(&mut command) {
         return ExecOutcome::not_started(
             format!("could not start the command: {err}"),
@@ -169,12 +206,15 @@ pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
         );
     }
     let mut command = tokio::process::Command::from(command);
+    // Never SIGKILL the supervisor: it must live to kill what the command started.
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = match command.spawn() {
+        .kill_on_drop(false);
+    let spawned = command.spawn();
+    let supervisor = supervision.started();
+    let mut child = match spawned {
         Ok(child) => child,
         Err(err) => {
             return ExecOutcome::not_started(
@@ -184,15 +224,25 @@ pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
             );
         }
     };
-    // A freshly spawned child always has its pid; 0 makes the guard a no-op.
-    let mut guard = GroupGuard::new(child.id().unwrap_or(0), req.live.clone());
+    let mut guard = CommandGuard::new(supervisor.control, req.live.clone());
+    let mut report = match Report::new(supervisor.report) {
+        Ok(report) => report,
+        Err(err) => {
+            guard.kill();
+            let error = format!("could not start the command: cannot watch it: {err}");
+            return ExecOutcome::not_started(error, started, sandbox);
+        }
+    };
+    if let Ok(pid) = report.int().await {
+        guard.set_pgid(pid);
+    }
 
     let stdout_pipe = child.stdout.take();
     let stderr_pipe = child.stderr.take();
     let mut stdout = HeadTail::new(req.max_output_bytes);
     let mut stderr = HeadTail::new(req.max_output_bytes);
     let mut timed_out = false;
-    let status = {
+    let (status, lingering) = {
         let io = async {
             tokio::join!(
                 pump(stdout_pipe, &mut stdout),
@@ -202,15 +252,24 @@ pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
         tokio::pin!(io);
         let deadline = tokio::time::sleep(req.timeout);
         tokio::pin!(deadline);
+        let ended = report.ended();
+        tokio::pin!(ended);
         let mut io_done = false;
-        let status = loop {
+        let ended = loop {
             tokio::select! {
-                status = child.wait() => break status,
+                ended = &mut ended => break ended,
                 _ = &mut io, if !io_done => io_done = true,
                 _ = &mut deadline, if !timed_out => {
                     timed_out = true;
                     guard.kill();
                 }
+            }
+        };
+        let (status, lingering) = match ended {
+            Ok((status, lingering)) => (Ok(status), lingering),
+            Err(err) => {
+                guard.kill_group();
+                (Err(err), false)
             }
         };
         if !io_done
@@ -223,13 +282,21 @@ pub async fn run_exec(req: ExecRequest) -> ExecOutcome {
             guard.kill();
             let _ = tokio::time::timeout(req.drain_grace, &mut io).await;
         }
-        status
+        (status, lingering)
     };
-    guard.disarm();
-    drop(guard);
+    if lingering {
+        guard.finish(child);
+    } else {
+        // The supervisor is leaving: nothing it held runs. Reap it (it exits at once).
+        drop(guard);
+        let _ = tokio::time::timeout(req.drain_grace, child.wait()).await;
+    }
 
     let (exit_code, signal, error) = match status {
-        Ok(status) => (status.code(), status.signal(), None),
+        Ok(status) => {
+            let status = std::process::ExitStatus::from_raw(status);
+            (status.code(), status.signal(), None)
+        }
         Err(err) => (
             None,
             None,
@@ -263,6 +330,34 @@ fn check_workdir(workdir: &Path) -> Result<(), String> {
             "cannot use working directory {}: {err}",
             workdir.display()
         )),
+    }
+}
+
+/// What a command's supervisor reports: the command's pid, then its wait status and whether
+/// anything it started still runs.
+struct Report(tokio::net::unix::pipe::Receiver);
+
+impl Report {
+    fn new(fd: std::os::fd::OwnedFd) -> std::io::Result<Self> {
+        tokio::net::unix::pipe::Receiver::from_owned_fd(fd).map(Self)
+    }
+
+    async fn int(&mut self) -> std::io::Result<i32> {
+        let mut bytes = [0u8; 4];
+        self.0.read_exact(&mut bytes).await?;
+        Ok(i32::from_ne_bytes(bytes))
+    }
+
+    /// The command's wait status, and whether processes it started still run.
+    async fn ended(&mut self) -> std::io::Result<(i32, bool)> {
+        let status = self.int().await.map_err(|err| match err.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                std::io::Error::other("its supervisor ended without reporting")
+            }
+            _ => err,
+        })?;
+        let lingering = self.int().await.unwrap_or(1) != 0;
+        Ok((status, lingering))
     }
 }
 

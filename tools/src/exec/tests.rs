@@ -15,7 +15,7 @@ fn request(cmd: &str, dir: &Path) -> ExecRequest {
 }
 
 /// Waits (for an exit event, at most 10 s) until `pid` has terminated; true if it has.
-fn process_ends(pid: i32) -> bool {
+pub(super) fn process_ends(pid: i32) -> bool {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -33,7 +33,7 @@ fn process_ends(pid: i32) -> bool {
     ready == 1
 }
 
-fn pids(text: &str) -> Vec<i32> {
+pub(super) fn pids(text: &str) -> Vec<i32> {
     text.split_whitespace()
         .map(|word| word.parse().expect("a pid"))
         .collect()

@@ -5,9 +5,73 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use super::beneath::{Kind, Root};
 use super::parse::{FileOp, Hunk, HunkLine, Patch};
 use super::seek::seek;
 use super::{ChangeKind, FileChange, PatchError};
+
+/// Where a patch reads and writes: plain paths under the cwd, or beneath a handle on the
+/// workspace, following no symbolic link (`beneath.rs`).
+#[derive(Debug)]
+pub(crate) enum Files {
+    Plain(PathBuf),
+    Beneath(Root),
+}
+
+impl Files {
+    /// Files beneath `cwd`, opened through a handle on it.
+    pub(crate) fn beneath(cwd: &Path) -> Result<Self, PatchError> {
+        Root::open(cwd)
+            .map(Files::Beneath)
+            .map_err(|source| PatchError::Read {
+                path: cwd.display().to_string(),
+                source,
+            })
+    }
+
+    fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
+        match self {
+            Files::Plain(cwd) => match fs::metadata(cwd.join(rel)) {
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(err) => Err(err),
+                Ok(meta) if meta.is_file() => Ok(Some(Kind::File)),
+                Ok(_) => Ok(Some(Kind::Other)),
+            },
+            Files::Beneath(root) => root.kind(rel),
+        }
+    }
+
+    fn read(&self, rel: &Path) -> io::Result<String> {
+        match self {
+            Files::Plain(cwd) => fs::read_to_string(cwd.join(rel)),
+            Files::Beneath(root) => root.read(rel),
+        }
+    }
+
+    fn write(&self, rel: &Path, contents: &str) -> io::Result<()> {
+        match self {
+            Files::Plain(cwd) => {
+                let full = cwd.join(rel);
+                if let Some(parent) = full.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                fs::write(&full, contents)
+            }
+            Files::Beneath(root) => root.write(rel, contents),
+        }
+    }
+
+    fn remove(&self, rel: &Path) -> io::Result<()> {
+        match self {
+            Files::Plain(cwd) => match fs::remove_file(cwd.join(rel)) {
+                // Already gone (removed by something else meanwhile): the intended state holds.
+                Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            },
+            Files::Beneath(root) => root.remove(rel),
+        }
+    }
+}
 
 /// One file-system step of the write phase.
 #[derive(Debug)]
@@ -19,9 +83,9 @@ enum Step {
 /// Computes every operation of `patch` against the files under `cwd` (later operations see the
 /// results of earlier ones), then performs the writes. Nothing is written unless every hunk of
 /// every file applies. Returns the changes in patch order.
-pub(crate) fn apply(cwd: &Path, patch: &Patch) -> Result<Vec<FileChange>, PatchError> {
+pub(crate) fn apply(files: &Files, patch: &Patch) -> Result<Vec<FileChange>, PatchError> {
     let mut plan = Plan {
-        cwd,
+        files,
         overlay: HashMap::new(),
         steps: Vec::new(),
         changes: Vec::new(),
@@ -30,13 +94,13 @@ pub(crate) fn apply(cwd: &Path, patch: &Patch) -> Result<Vec<FileChange>, PatchE
         plan.add_op(op)?;
     }
     for step in &plan.steps {
-        write_step(cwd, step)?;
+        write_step(files, step)?;
     }
     Ok(plan.changes)
 }
 
 struct Plan<'a> {
-    cwd: &'a Path,
+    files: &'a Files,
     /// Contents as the patch leaves them so far: `None` is deleted.
     overlay: HashMap<PathBuf, Option<String>>,
     steps: Vec<Step>,
@@ -108,21 +172,18 @@ impl Plan<'_> {
         if let Some(state) = self.overlay.get(rel) {
             return state.clone().ok_or_else(missing);
         }
-        let full = self.cwd.join(rel);
-        match fs::metadata(&full) {
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(missing()),
-            Ok(meta) if !meta.is_file() => {
+        let failed = |source: io::Error| read_error(rel, source);
+        match self.files.kind(rel).map_err(failed)? {
+            None => return Err(missing()),
+            Some(Kind::Other) => {
                 return Err(PatchError::NotAFile {
                     verb,
                     path: display(rel),
                 });
             }
-            _ => {}
+            Some(Kind::File) => {}
         }
-        fs::read_to_string(&full).map_err(|source| PatchError::Read {
-            path: display(rel),
-            source,
-        })
+        self.files.read(rel).map_err(failed)
     }
 }
 
@@ -247,29 +308,39 @@ pub(super) fn relative_path(path: &str) -> Result<PathBuf, PatchError> {
     Ok(normal)
 }
 
-fn write_step(cwd: &Path, step: &Step) -> Result<(), PatchError> {
+fn write_step(files: &Files, step: &Step) -> Result<(), PatchError> {
     match step {
         Step::Write { path, contents } => {
-            let full = cwd.join(path);
-            let failed = |source| PatchError::Write {
-                path: display(path),
-                source,
-            };
-            if let Some(parent) = full.parent() {
-                fs::create_dir_all(parent).map_err(failed)?;
-            }
-            fs::write(&full, contents).map_err(failed)
+            files
+                .write(path, contents)
+                .map_err(|source| match link_error(path, &source) {
+                    Some(err) => err,
+                    None => PatchError::Write {
+                        path: display(path),
+                        source,
+                    },
+                })
         }
-        Step::Remove { path } => match fs::remove_file(cwd.join(path)) {
-            Ok(()) => Ok(()),
-            // Already gone (removed by something else meanwhile): the intended state holds.
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(PatchError::Remove {
+        Step::Remove { path } => files.remove(path).map_err(|source| {
+            link_error(path, &source).unwrap_or_else(|| PatchError::Remove {
                 path: display(path),
                 source,
-            }),
-        },
+            })
+        }),
     }
+}
+
+fn read_error(rel: &Path, source: io::Error) -> PatchError {
+    link_error(rel, &source).unwrap_or_else(|| PatchError::Read {
+        path: display(rel),
+        source,
+    })
+}
+
+/// The error of a path through a symbolic link, which confined patches do not follow.
+fn link_error(rel: &Path, source: &io::Error) -> Option<PatchError> {
+    (source.raw_os_error() == Some(libc::ELOOP))
+        .then(|| PatchError::ThroughLink { path: display(rel) })
 }
 
 fn display(path: &Path) -> String {

@@ -2,7 +2,9 @@
 //! confines commands cannot confine it: the same limits are checked here before anything is
 //! written. `read-only` writes nothing; `workspace-write` writes only inside the workspace (the
 //! agent's cwd, symbolic links resolved) and never inside its `.git` or `.arbor`;
-//! `danger-full-access` only keeps the patch's own rule that paths stay under the cwd.
+//! `danger-full-access` only keeps the patch's own rule that paths stay under the cwd. This
+//! check gives the clear messages; what makes the writes safe against a link swapped in after it
+//! is that every file is then opened beneath a handle on the workspace (`beneath.rs`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -47,7 +49,7 @@ pub(crate) fn check(cwd: &Path, patch: &Patch, mode: SandboxMode) -> Result<(), 
 }
 
 /// Every path the patch touches, moves included.
-fn written_paths(patch: &Patch) -> impl Iterator<Item = &str> {
+pub(super) fn written_paths(patch: &Patch) -> impl Iterator<Item = &str> {
     patch.ops.iter().flat_map(|op| match op {
         FileOp::Add { path, .. } | FileOp::Delete { path } => vec![path.as_str()],
         FileOp::Update { path, move_to, .. } => std::iter::once(path.as_str())

@@ -1,6 +1,9 @@
 //! `apply_patch` (behaviour §8): arguments, the tool spec, the summary and the entry point.
 
 mod apply;
+mod beneath;
+#[cfg(test)]
+mod beneath_tests;
 mod guard;
 mod parse;
 mod seek;
@@ -65,6 +68,11 @@ pub enum PatchError {
     Protected { path: String, entry: &'static str },
     #[error("apply_patch: {path} resolves outside the workspace")]
     OutsideWorkspace { path: String },
+    #[error(
+        "apply_patch: {path} goes through a symbolic link, which apply_patch does not follow \
+         in the sandbox; patch the file at its real path"
+    )]
+    ThroughLink { path: String },
 }
 
 /// What happened to one file.
@@ -126,14 +134,16 @@ impl fmt::Display for PatchSummary {
 /// is computed before anything is written. Blocking: call it from `spawn_blocking`.
 pub fn apply_patch(cwd: &Path, patch: &str) -> Result<PatchSummary, PatchError> {
     let parsed = parse_patch(patch)?;
-    let changes = apply::apply(cwd, &parsed)?;
+    let changes = apply::apply(&apply::Files::Plain(cwd.to_path_buf()), &parsed)?;
     Ok(PatchSummary { changes })
 }
 
 /// Like [`apply_patch`], confined as a command in sandbox `mode` with `cwd` as its workspace
-/// would be: nothing in `read-only`; in `workspace-write` only inside `cwd` (symbolic links
-/// resolved) and never inside its `.git` or `.arbor`. Checked before anything is written.
-/// Blocking: call it from `spawn_blocking`.
+/// would be: nothing in `read-only`; in `workspace-write` only inside `cwd` and never inside its
+/// `.git` or `.arbor`. Every path is checked before anything is written, then every file is
+/// opened beneath a handle on `cwd` without following any symbolic link (`openat2` with
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`), so a link swapped in meanwhile cannot redirect a
+/// read or a write. Blocking: call it from `spawn_blocking`.
 pub fn apply_patch_confined(
     cwd: &Path,
     patch: &str,
@@ -141,8 +151,32 @@ pub fn apply_patch_confined(
 ) -> Result<PatchSummary, PatchError> {
     let parsed = parse_patch(patch)?;
     guard::check(cwd, &parsed, mode)?;
-    let changes = apply::apply(cwd, &parsed)?;
+    let files = match mode {
+        SandboxMode::WorkspaceWrite => apply::Files::beneath(cwd)?,
+        SandboxMode::DangerFullAccess | SandboxMode::ReadOnly => {
+            apply::Files::Plain(cwd.to_path_buf())
+        }
+    };
+    let changes = apply::apply(&files, &parsed)?;
     Ok(PatchSummary { changes })
+}
+
+/// Every path `patch` adds, updates, moves to or deletes, in patch order, normalised (`./a/../b`
+/// is `b`); a path the patch itself refuses (absolute, leaving the cwd) as written. For judging
+/// a patch with the command policy before it is applied.
+pub fn patch_paths(patch: &str) -> Result<Vec<String>, PatchError> {
+    let parsed = parse_patch(patch)?;
+    let mut paths: Vec<String> = Vec::new();
+    for path in guard::written_paths(&parsed) {
+        let path = match apply::relative_path(path) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => path.to_string(),
+        };
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    Ok(paths)
 }
 
 const DESCRIPTION: &str = "\

@@ -5,31 +5,31 @@
 //! directory in sorted file-name order (see `docs/sandbox.md` for the format). The policy only
 //! judges; what a decision means under an approval policy is the runtime's business.
 
+mod gitcheck;
 mod readonly;
+mod resolve;
 mod rules;
 mod shell;
 #[cfg(test)]
 mod tests;
+mod trust;
+#[cfg(test)]
+mod wrapper_tests;
 
 use std::path::Path;
 
 use serde::Serialize;
 
+pub use gitcheck::{GIT_HARDENING_ENV, git_config_risk};
 pub use rules::{Decision, PatternToken, PolicyError, Rule};
-
-/// Command names that run another command given in their arguments (`env git push`,
-/// `timeout 5 git push`, `xargs rm`, `find . -exec rm`): their commands are matched at every
-/// position, not only as a prefix.
-const WRAPPERS: &[&str] = &[
-    "env", "sudo", "doas", "nice", "ionice", "nohup", "timeout", "xargs", "command", "exec",
-    "builtin", "stdbuf", "setsid", "chroot", "unbuffer", "watch", "strace", "ltrace", "busybox",
-    "parallel", "find", "flock", "script", "su", "runuser", "eval", "source", ".",
-];
+pub use trust::{TRUST_TABLE, trust_workspace, trusted_workspaces, workspace_trusted};
 
 /// The loaded rules, in load order.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     rules: Vec<Rule>,
+    /// What loading left out, one sentence each (allow rules of an untrusted workspace).
+    notices: Vec<String>,
 }
 
 /// How one command string was judged.
@@ -37,10 +37,14 @@ pub struct Policy {
 pub struct Evaluation {
     /// The command string as given.
     pub command: String,
-    /// Whether it parsed as plain words and operators (nested `sh -c` scripts included).
+    /// Whether everything it runs could be followed: it parsed as plain words and operators
+    /// (nested `sh -c` scripts included), and so did every command line found inside a wrapper,
+    /// `eval` or `git`.
     pub parsed: bool,
-    /// The plain commands, nested shell scripts replaced by their own commands; when the string
-    /// did not parse, one entry: its rough words (see `docs/sandbox.md`).
+    /// The plain commands, nested shell scripts replaced by their own commands, then the
+    /// commands found inside wrappers, `eval` and `git`, then the rough words of what could not
+    /// be followed; when the string did not parse, one entry: its rough words (see
+    /// `docs/sandbox.md`).
     pub commands: Vec<Vec<String>>,
     /// Every rule that matched, with the command it matched.
     pub matches: Vec<RuleMatch>,
@@ -75,20 +79,52 @@ impl Policy {
 
     /// A policy of the given rules.
     pub fn new(rules: Vec<Rule>) -> Self {
-        Self { rules }
+        Self {
+            rules,
+            notices: Vec::new(),
+        }
     }
 
     /// Loads `home/rules/*.toml` then `workspace/.arbor/rules/*.toml`. Missing directories are
     /// fine; a bad file (syntax, unknown field, bad value, disagreeing example) fails the load.
+    /// Unless the user trusted the workspace (`arbor trust`), its rules may only make the policy
+    /// stricter: its `allow` rules are left out, each file saying so in [`Policy::notices`].
     pub fn load(home: &Path, workspace: &Path) -> Result<Self, PolicyError> {
         let mut policy = Self::empty();
-        for dir in [home.join("rules"), workspace.join(".arbor").join("rules")] {
-            for path in rules::rule_files(&dir)? {
-                let text = rules::read_rules_file(&path)?;
-                policy.add_file(&path, &text)?;
+        for path in rules::rule_files(&home.join("rules"))? {
+            let text = rules::read_rules_file(&path)?;
+            policy.add_file(&path, &text)?;
+        }
+        let trusted = trust::workspace_trusted(home, workspace);
+        for path in rules::rule_files(&workspace.join(".arbor").join("rules"))? {
+            let text = rules::read_rules_file(&path)?;
+            let before = policy.rules.len();
+            policy.add_file(&path, &text)?;
+            if trusted {
+                continue;
+            }
+            let mut kept = policy.rules.split_off(before);
+            let total = kept.len();
+            kept.retain(|rule| rule.decision != Decision::Allow);
+            let ignored = total - kept.len();
+            policy.rules.extend(kept);
+            if ignored > 0 {
+                policy.notices.push(format!(
+                    "notice: ignoring {ignored} allow rule{} in {}: the workspace is not \
+                     trusted, so its rules may only make the policy stricter (run `arbor trust \
+                     {}` to trust it)",
+                    if ignored == 1 { "" } else { "s" },
+                    path.display(),
+                    workspace.display()
+                ));
             }
         }
         Ok(policy)
+    }
+
+    /// What loading left out, one sentence each.
+    pub fn notices(&self) -> &[String] {
+        &self.notices
     }
 
     /// Parses the text of one rules file (`path` names it in errors) and appends its rules.
@@ -114,19 +150,61 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// Judges an `apply_patch` that writes `paths`, as one pseudo-command `apply_patch PATH`
+    /// per path: a rule `pattern = ["apply_patch", "docs/notes.md"]` names one file,
+    /// `["apply_patch"]` every patch. Prefix matching, like any plain command.
+    pub fn evaluate_patch(&self, paths: &[String]) -> Evaluation {
+        let commands: Vec<Vec<String>> = paths
+            .iter()
+            .map(|path| vec!["apply_patch".to_string(), path.clone()])
+            .collect();
+        let mut matches = Vec::new();
+        for (index, words) in commands.iter().enumerate() {
+            for rule in &self.rules {
+                if rule.matches_prefix(words) {
+                    matches.push(RuleMatch {
+                        command: index,
+                        rule: rule.clone(),
+                    });
+                }
+            }
+        }
+        let decision = matches.iter().map(|m| m.rule.decision).max();
+        Evaluation {
+            command: format!("apply_patch {}", paths.join(" ")),
+            parsed: true,
+            commands,
+            matches,
+            decision,
+        }
+    }
+}
+
 fn judge(rules: &[Rule], cmd: &str) -> Evaluation {
-    let (parsed, commands) = match shell::parse(cmd) {
-        Some(script) => (true, script.flatten()),
-        None => (false, vec![shell::rough_words(cmd)]),
+    // (words, matched at every position)
+    let mut judged: Vec<(Vec<String>, bool)> = Vec::new();
+    let parsed = match shell::parse(cmd) {
+        Some(script) => {
+            let plain = script.flatten();
+            let found = resolve::resolve(&plain);
+            for words in plain.into_iter().chain(found.commands) {
+                let anywhere = resolve::is_wrapper(&words);
+                judged.push((words, anywhere));
+            }
+            let complete = found.opaque.is_empty();
+            judged.extend(found.opaque.into_iter().map(|words| (words, true)));
+            complete
+        }
+        None => {
+            judged.push((shell::rough_words(cmd), true));
+            false
+        }
     };
     let mut matches = Vec::new();
-    for (index, words) in commands.iter().enumerate() {
-        let anywhere = !parsed
-            || words
-                .first()
-                .is_some_and(|w| WRAPPERS.contains(&shell::basename(w)));
+    for (index, (words, anywhere)) in judged.iter().enumerate() {
         for rule in rules {
-            let hit = if anywhere {
+            let hit = if *anywhere {
                 rule.matches_anywhere(words)
             } else {
                 rule.matches_prefix(words)
@@ -143,7 +221,7 @@ fn judge(rules: &[Rule], cmd: &str) -> Evaluation {
     Evaluation {
         command: cmd.to_string(),
         parsed,
-        commands,
+        commands: judged.into_iter().map(|(words, _)| words).collect(),
         matches,
         decision,
     }

@@ -2,7 +2,9 @@
 //!
 //! A command is read-only here only when its name is on the list *and* none of its arguments
 //! makes it write or run something else (`find -exec`, `sort -o`, `sed -i`, `git branch NAME`,
-//! `rg --pre`, …). The list errs on the side of asking.
+//! `rg --pre`, …). Long options count in every abbreviation GNU tools and git accept
+//! (`sort --compress-prog`, `--out=F`), and a command given by a path outside the system's
+//! `bin` dirs is not the program its name says. The list errs on the side of asking.
 
 use super::shell::basename;
 
@@ -102,11 +104,29 @@ const GIT_BRANCH_LISTS: &[&str] = &[
     "--no-column",
 ];
 
+/// Where a command given by path may live and still count as the known program of its name:
+/// a path elsewhere (`./cat`, `/tmp/x/ls`) may be anything.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin/",
+    "/usr/bin/",
+    "/usr/local/bin/",
+    "/sbin/",
+    "/usr/sbin/",
+];
+
 /// Whether one plain command (its words after parsing) is known to be read-only.
 pub(crate) fn is_read_only_command(words: &[String]) -> bool {
     let Some((name, args)) = words.split_first() else {
         return false;
     };
+    if name.contains('/')
+        && !SYSTEM_DIRS.iter().any(|dir| {
+            name.strip_prefix(dir)
+                .is_some_and(|rest| !rest.contains('/'))
+        })
+    {
+        return false;
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     match basename(name) {
         name if ALWAYS.contains(&name) => true,
@@ -122,7 +142,7 @@ pub(crate) fn is_read_only_command(words: &[String]) -> bool {
         "tree" => !args.contains(&"-o"),
         "file" => !args
             .iter()
-            .any(|a| *a == "--compile" || short_flags(a).is_some_and(|f| f.contains('C'))),
+            .any(|a| has_option(a, "--compile") || short_flags(a).is_some_and(|f| f.contains('C'))),
         "date" => !args
             .iter()
             .any(|a| has_option(a, "--set") || short_flags(a).is_some_and(|f| f.contains('s'))),
@@ -132,10 +152,24 @@ pub(crate) fn is_read_only_command(words: &[String]) -> bool {
     }
 }
 
-/// `--name` or `--name=value`.
+/// Whether `arg` is the long option `name` (`--output`), spelled out or abbreviated the way
+/// GNU `getopt_long` and git accept (`--out`, `--outp=F`), with or without `=value`.
 fn has_option(arg: &str, name: &str) -> bool {
-    arg.strip_prefix(name)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+    long_option(arg, name).is_some()
+}
+
+/// `arg` as the long option `name` (given with its `--`), spelled out or abbreviated to any
+/// prefix: `None` when it is not that option, `Some(value)` when it is, with the text after
+/// `=` when there is one. Any prefix counts, even one that would be ambiguous to the program
+/// (which then refuses it): judging it as the dangerous option errs on the strict side.
+pub(crate) fn long_option<'a>(arg: &'a str, name: &str) -> Option<Option<&'a str>> {
+    let body = arg.strip_prefix("--")?;
+    let wanted = name.strip_prefix("--")?;
+    let (given, value) = match body.split_once('=') {
+        Some((given, value)) => (given, Some(value)),
+        None => (body, None),
+    };
+    (!given.is_empty() && wanted.starts_with(given)).then_some(value)
 }
 
 /// The letters of a short-option cluster (`-abc` → `abc`), or `None` for anything else.

@@ -9,7 +9,7 @@
 //! plain commands of that script, which must be plain too.
 
 /// How nested `sh -c` scripts may go before the string is judged not plain.
-const MAX_NESTING: usize = 3;
+pub(crate) const MAX_NESTING: usize = 3;
 
 /// Words that start a compound command or change how the next one runs.
 const RESERVED: &[&str] = &[
@@ -80,7 +80,9 @@ pub(crate) fn parse(src: &str) -> Option<Script> {
     parse_nested(src, 0)
 }
 
-fn parse_nested(src: &str, depth: usize) -> Option<Script> {
+/// Parses `src` as a plain script found `depth` shells deep; `None` when it is not plain or
+/// nests past [`MAX_NESTING`].
+pub(crate) fn parse_nested(src: &str, depth: usize) -> Option<Script> {
     let tokens = lex(src)?;
     let mut script = Script::default();
     let mut words: Vec<String> = Vec::new();
@@ -123,16 +125,34 @@ fn command(words: Vec<String>, depth: usize) -> Option<Command> {
     Some(Command { words, script })
 }
 
-enum ShellScript<'a> {
+pub(crate) enum ShellScript<'a> {
     /// Not a shell running a `-c` script.
     None,
     Script(&'a str),
-    /// A shell with `-c` in a form not followed here (extra arguments, `-o` options, …).
+    /// A shell with `-c` in a form not followed here (no script, an unknown long option).
     Unrecognised,
 }
 
-/// Recognises `bash [-l] [-e] -c SCRIPT` in its usual spellings (`-lc`, `-c`, `--login -c`).
-fn shell_script(words: &[String]) -> ShellScript<'_> {
+/// Long options of `bash` that take no argument.
+const SHELL_LONG_FLAGS: &[&str] = &[
+    "--login",
+    "--noprofile",
+    "--norc",
+    "--posix",
+    "--restricted",
+    "--verbose",
+    "--noediting",
+    "--debugger",
+    "--dump-strings",
+    "--dump-po-strings",
+    "--pretty-print",
+];
+
+/// Recognises `bash [OPTIONS] -c SCRIPT [NAME [ARGS…]]` in its usual spellings: option
+/// clusters (`-lc`, `-ec`), options with an argument (`-o pipefail`, `+O extglob`,
+/// `--rcfile F`), long flags (`--login`) and `--`. The words after the script are its `$0`
+/// and arguments.
+pub(crate) fn shell_script(words: &[String]) -> ShellScript<'_> {
     let Some(first) = words.first() else {
         return ShellScript::None;
     };
@@ -142,26 +162,39 @@ fn shell_script(words: &[String]) -> ShellScript<'_> {
     let mut has_c = false;
     let mut rest = &words[1..];
     while let Some((word, tail)) = rest.split_first() {
-        let Some(flags) = word.strip_prefix('-') else {
+        let word = word.as_str();
+        let mut needs = 0;
+        if word == "--" || word == "-" {
+            rest = tail;
             break;
-        };
-        match flags {
-            "-login" | "-noprofile" | "-norc" => {}
-            _ if !flags.is_empty() && flags.chars().all(|c| "lceuxv".contains(c)) => {
-                has_c |= flags.contains('c');
+        } else if matches!(word, "--rcfile" | "--init-file") {
+            needs = 1;
+        } else if word.starts_with("--") {
+            if !SHELL_LONG_FLAGS.contains(&word) {
+                return if has_c || words.iter().any(|w| is_c_flag(w)) {
+                    ShellScript::Unrecognised
+                } else {
+                    ShellScript::None
+                };
             }
-            _ if words.iter().any(|w| is_c_flag(w)) => return ShellScript::Unrecognised,
-            _ => return ShellScript::None,
-        }
-        rest = tail;
-        if has_c {
+        } else if let Some(flags) = word.strip_prefix('-').or_else(|| word.strip_prefix('+')) {
+            if flags.is_empty() || !flags.chars().all(|c| c.is_ascii_alphabetic()) {
+                break;
+            }
+            has_c |= word.starts_with('-') && flags.contains('c');
+            needs = flags.chars().filter(|c| matches!(c, 'o' | 'O')).count();
+        } else {
             break;
         }
+        if tail.len() < needs {
+            return ShellScript::Unrecognised;
+        }
+        rest = &tail[needs..];
     }
-    match (has_c, rest) {
+    match (has_c, rest.first()) {
         (false, _) => ShellScript::None,
-        (true, [script]) => ShellScript::Script(script),
-        (true, _) => ShellScript::Unrecognised,
+        (true, Some(script)) => ShellScript::Script(script),
+        (true, None) => ShellScript::Unrecognised,
     }
 }
 

@@ -92,10 +92,19 @@ fn nested_shell_scripts_are_split() {
         "prompt parsed=true [git fetch]",
     );
     check("bash script.sh", "none parsed=true [bash script.sh]");
-    // Forms not followed are judged whole.
+    // Options with an argument, and the script's own arguments, are followed too.
     check(
         "bash -o pipefail -c 'git push'",
-        "prompt parsed=false [bash -o pipefail -c git push]",
+        "prompt parsed=true [git push]",
+    );
+    check(
+        "bash -e -c 'git push' name arg",
+        "prompt parsed=true [git push]",
+    );
+    // A shell with -c in a form not followed is judged whole.
+    check(
+        "bash --weird -c 'git push'",
+        "prompt parsed=false [bash --weird -c git push]",
     );
 }
 
@@ -277,6 +286,41 @@ fn home_and_workspace_rule_files_are_both_loaded_in_order() {
     );
 }
 
+#[test]
+fn an_untrusted_workspace_may_only_make_rules_stricter() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let workspace = tempfile::tempdir().expect("tempdir");
+    let ws_rules = workspace.path().join(".arbor").join("rules");
+    std::fs::create_dir_all(&ws_rules).expect("mkdir");
+    let file = ws_rules.join("mine.toml");
+    std::fs::write(
+        &file,
+        "[[rule]]\npattern = [\"curl\"]\ndecision = \"allow\"\n\n\
+         [[rule]]\npattern = [\"make\"]\ndecision = \"allow\"\n\n\
+         [[rule]]\npattern = [\"git\", \"push\"]\ndecision = \"forbidden\"\n",
+    )
+    .expect("write");
+    let untrusted = Policy::load(home.path(), workspace.path()).expect("load");
+    assert_eq!(untrusted.evaluate("curl x").decision, None);
+    assert_eq!(
+        untrusted.evaluate("git push").decision,
+        Some(Decision::Forbidden)
+    );
+    assert_eq!(
+        untrusted.notices(),
+        [format!(
+            "notice: ignoring 2 allow rules in {}: the workspace is not trusted, so its rules \
+             may only make the policy stricter (run `arbor trust {}` to trust it)",
+            file.display(),
+            workspace.path().display()
+        )]
+    );
+    assert!(trust_workspace(home.path(), workspace.path()).expect("trust"));
+    let trusted = Policy::load(home.path(), workspace.path()).expect("load");
+    assert_eq!(trusted.evaluate("curl x").decision, Some(Decision::Allow));
+    assert!(trusted.notices().is_empty());
+}
+
 fn read_only(cmd: &str) -> bool {
     is_known_read_only(&Policy::empty().evaluate(cmd))
 }
@@ -301,6 +345,10 @@ fn known_read_only_commands() {
         "bash -lc 'cd src && ls'",
         "stat a; file b; tree",
         "tail -n 3 log.txt",
+        "/usr/bin/git status",
+        "/bin/ls -la",
+        "sort --check a",
+        "git log --exclude=refs/x --all",
     ] {
         assert!(read_only(cmd), "{cmd} should be read-only");
     }
@@ -326,6 +374,23 @@ fn known_read_only_commands() {
         "tree -o out",
         "",
         "ls *.rs",
+        // GNU tools and git take any unambiguous prefix of a long option.
+        "sort --compress-prog=sh a",
+        "sort --compress-program sh a",
+        "sort --out=F a",
+        "sort --outp F a",
+        "sort -uo F a",
+        "git diff --out=x",
+        "git log --ext-d",
+        "git -C sub show --outp=x",
+        "date --se 2020-01-01",
+        "file --comp x",
+        "rg --pr ./evil x",
+        // A path outside the system's bin dirs may be anything.
+        "./cat a",
+        "/tmp/x/ls",
+        "bin/git status",
+        "/usr/bin/x/../../tmp/ls",
     ] {
         assert!(!read_only(cmd), "{cmd} should not be read-only");
     }

@@ -8,7 +8,7 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
 use libc::c_ulong;
@@ -63,6 +63,9 @@ pub(crate) struct MountPlan {
     /// Each path with the flags of its read-only remount (the original mount's locked flags
     /// kept, as a user namespace requires).
     protect: Vec<(CString, c_ulong)>,
+    /// Mount points below a protected path (the recursive bind brings them along writable):
+    /// each remounted read-only too, with its own flags.
+    submounts: Vec<(CString, c_ulong)>,
     /// The working directory, entered again once the mounts are in place so that a command
     /// started inside `.git` sees the read-only mount too.
     cwd: Option<CString>,
@@ -76,11 +79,18 @@ impl MountPlan {
     ) -> io::Result<Self> {
         // SAFETY: getuid and getgid cannot fail and touch no memory.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let submounts = protect
+            .iter()
+            .flat_map(|path| mounts_below(path))
+            .filter(|mount| !read_only_already(mount))
+            .map(|mount| Ok((cstring(&mount)?, remount_flags(&mount)?)))
+            .collect::<io::Result<Vec<_>>>()?;
         let protect = protect
             .iter()
             .map(|path| Ok((cstring(path)?, remount_flags(path)?)))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(Self {
+            submounts,
             strategy,
             uid_map: CString::new(format!("{uid} {uid} 1\n"))?,
             gid_map: CString::new(format!("{gid} {gid} 1\n"))?,
@@ -125,6 +135,18 @@ impl MountPlan {
                 )
             })?;
             // SAFETY: as above; makes the new bind mount read-only.
+            check(unsafe {
+                libc::mount(
+                    std::ptr::null(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+                    std::ptr::null(),
+                )
+            })?;
+        }
+        for (path, flags) in &self.submounts {
+            // SAFETY: as above; makes the bind of a mount below a protected path read-only.
             check(unsafe {
                 libc::mount(
                     std::ptr::null(),
@@ -334,4 +356,54 @@ fn remount_flags(path: &Path) -> io::Result<c_ulong> {
         .iter()
         .filter(|(st, _)| stat.f_flag & st != 0)
         .fold(0, |flags, (_, ms)| flags | ms))
+}
+
+/// The mount points strictly below `path`, from the mount table of this thread (the command
+/// is forked from it), field 5 of `mountinfo` with its octal escapes such as `\040` undone.
+fn mounts_below(path: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(text) = std::fs::read_to_string("/proc/thread-self/mountinfo")
+        .or_else(|_| std::fs::read_to_string("/proc/self/mountinfo"))
+    else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| std::path::PathBuf::from(std::ffi::OsString::from_vec(unescape(field))))
+        .filter(|mount| mount != path && mount.starts_with(path))
+        .collect()
+}
+
+/// `\ooo` octal escapes undone.
+fn unescape(field: &str) -> Vec<u8> {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal {
+            Some(d) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Whether the mount at `path` is read-only already (nothing to remount).
+fn read_only_already(path: &Path) -> bool {
+    let Ok(c_path) = cstring(path) else {
+        return false;
+    };
+    // SAFETY: an all-zero statvfs is a valid value to be overwritten.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a valid out pointer.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) };
+    rc == 0 && stat.f_flag & libc::ST_RDONLY != 0
 }

@@ -8,6 +8,8 @@
 //! `danger-full-access` is no sandbox. See `docs/sandbox.md`.
 
 mod child;
+#[cfg(test)]
+mod home_tests;
 mod ruleset;
 #[cfg(test)]
 mod tests;
@@ -58,6 +60,8 @@ pub struct SandboxLauncher {
     mode: SandboxMode,
     workspace: PathBuf,
     allow_network: bool,
+    /// More paths that stay read-only (the arbor home), wherever they are.
+    extra_protected: Vec<PathBuf>,
     status: SandboxStatus,
     protection: Option<Protection>,
     support: Support,
@@ -150,10 +154,27 @@ impl SandboxLauncher {
             mode,
             workspace,
             allow_network,
+            extra_protected: Vec::new(),
             status,
             protection,
             support,
         }
+    }
+
+    /// Keeps `paths` (and everything under them) read-only too in `workspace-write`, wherever
+    /// they are: arbor's home, whose store holds the approvals, must never be writable from a
+    /// sandbox, even when it lies in the workspace or a temp dir.
+    pub fn protecting(mut self, paths: Vec<PathBuf>) -> Self {
+        if self.status.enforced && self.mode == SandboxMode::WorkspaceWrite {
+            for path in &paths {
+                self.status.notes.push(format!(
+                    "{} stays read-only wherever it lies (the arbor home)",
+                    path.display()
+                ));
+            }
+        }
+        self.extra_protected = paths;
+        self
     }
 
     pub fn mode(&self) -> SandboxMode {
@@ -195,7 +216,15 @@ impl SandboxLauncher {
                 .into_iter()
                 .map(canonical)
                 .collect();
-            let protected = protected_paths(&canonical(self.workspace.clone()), &roots);
+            let mut protected = protected_paths(&canonical(self.workspace.clone()), &roots);
+            for extra in &self.extra_protected {
+                let extra = canonical(extra.clone());
+                // Outside every writable root it is read-only anyway.
+                let writable = roots.iter().any(|root| extra.starts_with(root));
+                if writable && extra.exists() && !protected.contains(&extra) {
+                    protected.push(extra);
+                }
+            }
             match self.protection {
                 Some(Protection::Mounts(strategy)) => {
                     let protected: Vec<&Path> = protected.iter().map(PathBuf::as_path).collect();
@@ -247,8 +276,13 @@ fn protected_paths(workspace: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
     protected
 }
 
+/// Set in the environment of every command a [`SandboxLauncher`] starts (to its label): arbor
+/// refuses to answer approvals, or to trust a workspace, from such a command.
+pub const SANDBOX_ENV: &str = "ARBOR_SANDBOX";
+
 impl Launcher for SandboxLauncher {
     fn prepare(&self, cmd: &mut Command) -> io::Result<()> {
+        cmd.env(SANDBOX_ENV, &self.status.label);
         let Some(plan) = self.child_plan(cmd.get_current_dir())? else {
             return Ok(());
         };

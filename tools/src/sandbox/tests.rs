@@ -12,7 +12,7 @@ use super::*;
 use crate::exec::{ExecOutcome, ExecRequest, run_exec};
 
 /// A workspace with `.git`, `.arbor`, `src/a.txt` and `top.txt`.
-fn workspace() -> tempfile::TempDir {
+pub(super) fn workspace() -> tempfile::TempDir {
     let ws = tempfile::tempdir().expect("tempdir");
     let root = ws.path();
     for dir in [".git/hooks", ".arbor/rules", "src"] {
@@ -40,18 +40,18 @@ fn outside_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(base).expect("tempdir outside")
 }
 
-async fn run(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) -> ExecOutcome {
+pub(super) async fn run(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) -> ExecOutcome {
     let launcher: Arc<dyn Launcher> = launcher.clone();
     run_exec(ExecRequest::new(cmd, dir).with_launcher(launcher)).await
 }
 
-async fn assert_ok(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) {
+pub(super) async fn assert_ok(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) {
     let out = run(launcher, cmd, dir).await;
     assert!(out.succeeded(), "{cmd} should succeed: {out:?}");
     assert_eq!(out.sandbox, launcher.sandbox_label());
 }
 
-async fn assert_denied(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) {
+pub(super) async fn assert_denied(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) {
     let out = run(launcher, cmd, dir).await;
     assert!(!out.succeeded(), "{cmd} should be denied: {out:?}");
     assert_eq!(out.error, None, "a denial is a normal result: {out:?}");
@@ -67,7 +67,7 @@ async fn assert_denied(launcher: &Arc<SandboxLauncher>, cmd: &str, dir: &Path) {
 }
 
 /// When Landlock is missing: the honest report, and nothing claimed. True if enforced.
-fn enforced_or_reported(launcher: &SandboxLauncher) -> bool {
+pub(super) fn enforced_or_reported(launcher: &SandboxLauncher) -> bool {
     if launcher.status().enforced {
         return true;
     }

@@ -1,0 +1,11 @@
+//! Holes a confused or hostile model once had, probed through the scripted model as an attacker
+//! would: rules bypassed through wrappers, `eval` and git; `untrusted` escapes through git and
+//! abbreviated options; self-approval from the sandbox; secrets in the agents' environment; a
+//! repository config redirecting the API key; processes that outlive the session.
+
+mod env;
+mod policy;
+mod processes;
+mod self_approval;
+mod trust;
+mod untrusted;
