@@ -277,11 +277,24 @@ fn find_thread<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, 
 /// yet (the projections may lag the log).
 fn lines_of(home: &Path, view: &SessionView, row: &AgentRow) -> Result<Vec<RolloutLine>, CliError> {
     let path = home.join(&row.record.rollout_path);
-    let read = read_rollout(&path).map_err(|err| CliError::failed(err.to_string()))?;
-    for notice in &read.notices {
-        eprintln!("notice: {notice}");
+    let mut lines: Vec<RolloutLine> = Vec::new();
+    // A rollout the projection has not made (or begun) yet holds nothing, and one that cannot
+    // be read is passed over: every line of the agent is in the log.
+    let made = std::fs::metadata(&path).is_ok_and(|meta| meta.len() > 0);
+    if made {
+        match read_rollout(&path) {
+            // A rollout with a line it had to skip is read from the log instead, whole.
+            Ok(read) if read.notices.is_empty() => {
+                lines = read.lines.into_iter().map(|(_, line)| line).collect();
+            }
+            Ok(read) => {
+                for notice in &read.notices {
+                    eprintln!("notice: {notice}; the agent's lines are read from the session log");
+                }
+            }
+            Err(err) => eprintln!("notice: {err}; the agent's lines are read from the session log"),
+        }
     }
-    let mut lines: Vec<RolloutLine> = read.lines.into_iter().map(|(_, line)| line).collect();
     let last = lines.iter().filter_map(|line| line.seq).max().unwrap_or(0);
     if row.last_seq > last {
         // A rollout holds a prefix of its agent's lines and at least what the store holds:

@@ -276,6 +276,8 @@ impl Orchestrator {
                         cwd: inner.config.cwd.clone(),
                         internal: false,
                         stamp: Some(self.root_stamp),
+                        history: Vec::new(),
+                        task: None,
                     },
                 )
                 .await

@@ -1,12 +1,14 @@
 //! Creating agents: identity, the `session_meta` line in the log (its rollout and its rows
-//! follow from it), registration, task, and the `agent.spawned` event — in that order.
+//! follow from it) written together with the history it starts with and its parent's task for
+//! it, registration, task, and the `agent.spawned` event — in that order.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use arbor_protocol::{
-    AgentPath, AgentStatus, Event, ROLLOUT_FORMAT_VERSION, RolloutItem, SessionMeta, ThreadId,
-    Timestamp,
+    AgentPath, AgentStatus, Event, Mail, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem,
+    SessionMeta, ThreadId, Timestamp,
 };
 use arbor_roles::{Capabilities, Role};
 use arbor_rollout::rollout_path;
@@ -31,6 +33,11 @@ pub struct NewAgent<'a> {
     pub internal: bool,
     /// The header's stamp (a new session's root has one chosen with its log); now otherwise.
     pub stamp: Option<Timestamp>,
+    /// History the agent starts with (a fork of its parent's), recorded with its header.
+    pub history: Vec<ResponseItem>,
+    /// Its parent's task for it, recorded (as the parent's `mail_sent`) in the same write as
+    /// its header, so no crash leaves an agent without its task. The caller delivers it.
+    pub task: Option<Mail>,
 }
 
 /// Creates, persists, registers and starts an agent. Its status is `pending_init`.
@@ -80,13 +87,28 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
     if !inner.registry.insert(Arc::clone(&agent)) {
         return Err(format!("agent path `{}` already exists", new.path));
     }
-    if let Err(err) = inner
-        .log
-        .append_at(id, stamp, [RolloutItem::SessionMeta(meta)])
-    {
-        inner.registry.remove(&agent);
-        return Err(format!("could not create the agent: {err}"));
+    let mut lines = vec![(id, RolloutItem::SessionMeta(meta))];
+    lines.extend(
+        new.history
+            .iter()
+            .map(|item| (id, RolloutItem::ResponseItem(item.clone()))),
+    );
+    if let (Some(parent), Some(task)) = (new.parent, &new.task) {
+        lines.push((parent.id(), RolloutItem::MailSent(task.clone())));
     }
+    match inner.log.append_lines(stamp, lines) {
+        Ok(lsn) => {
+            agent.last_recorded.fetch_max(lsn, Ordering::AcqRel);
+            if let Some(parent) = new.parent {
+                parent.last_recorded.fetch_max(lsn, Ordering::AcqRel);
+            }
+        }
+        Err(err) => {
+            inner.registry.remove(&agent);
+            return Err(format!("could not create the agent: {err}"));
+        }
+    }
+    agent.state().history.extend(new.history);
     if counts_for_residency(&agent) {
         make_room(inner, &agent).await;
     }

@@ -38,9 +38,14 @@ pub fn send(
 
 /// A mail from `author` to `recipient`, its content cut to the size limit; not yet sent.
 pub fn compose(author: &Agent, recipient: &Agent, kind: MailKind, content: &str) -> Mail {
+    compose_to(author, recipient.path(), kind, content)
+}
+
+/// Like [`compose`], to an agent known by its path (one not made yet).
+pub fn compose_to(author: &Agent, recipient: &AgentPath, kind: MailKind, content: &str) -> Mail {
     Mail::new(
         author.path().clone(),
-        recipient.path().clone(),
+        recipient.clone(),
         kind,
         truncate_middle(content, MAIL_MAX_BYTES),
     )

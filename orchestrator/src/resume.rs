@@ -177,6 +177,10 @@ impl Orchestrator {
     }
 }
 
+/// The status of an agent whose task the log lost.
+pub const LOST_TASK: &str =
+    "its task was lost: arbor stopped before the task reached the session log";
+
 /// Registers the agents reachable from the root through open edges, parents first.
 fn register_tree(
     inner: &Arc<Inner>,
@@ -197,7 +201,17 @@ fn register_tree(
         if row.edge == Some(EdgeStatus::Closed) {
             continue;
         }
-        let status = row.reported_status(false);
+        let mut status = row.reported_status(false);
+        let unread = state.unread(row.record.id).count();
+        if status == AgentStatus::PendingInit
+            && parent.is_some()
+            && unread == 0
+            && row.record.role != arbor_roles::GUARDIAN_ROLE
+        {
+            // Its header reached the log and its task did not (a write cut by a crash): it
+            // would wait for a task forever.
+            status = AgentStatus::Errored(LOST_TASK.to_string());
+        }
         let agent = register(inner, &row.record, status, parent.as_ref(), notices);
         agent
             .state()

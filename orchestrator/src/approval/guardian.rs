@@ -86,6 +86,8 @@ async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
             cwd: root.identity.cwd.clone(),
             internal: true,
             stamp: None,
+            history: Vec::new(),
+            task: None,
         },
     )
     .await

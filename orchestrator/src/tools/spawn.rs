@@ -98,6 +98,7 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         .or_else(|| role.reasoning_effort.clone())
         .or_else(|| caller.identity.effort.clone());
     let nickname = inner.draw_nickname(role);
+    let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
     let child = create_agent(
         inner,
         NewAgent {
@@ -112,20 +113,13 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
             cwd: caller.identity.cwd.clone(),
             internal: false,
             stamp: None,
+            history: forked_history(caller, fork),
+            task: Some(task.clone()),
         },
     )
     .await?;
-    let forked = forked_history(caller, fork);
-    if !forked.is_empty() {
-        let lines: Vec<_> = forked
-            .iter()
-            .cloned()
-            .map(arbor_protocol::RolloutItem::ResponseItem)
-            .collect();
-        child.record(&lines).map_err(|err| err.to_string())?;
-        child.state().history.extend(forked);
-    }
-    mail::send(inner, caller, &child, MailKind::Spawn, &args.message)?;
+    mail::announce(inner, &task);
+    mail::push(inner, &child, task);
     // The child takes its task before its parent goes on: children start in spawn order, and
     // mail a later sibling sends does not reach a child before its own first task does.
     tokio::task::yield_now().await;

@@ -5,3 +5,4 @@ mod disk_full;
 mod kills;
 mod legacy;
 mod outside;
+mod torn_spawn;

@@ -268,6 +268,15 @@ fn an_unreadable_rollout_fails_doctor_with_its_path_and_rebuild_rewrites_it() {
         .collect();
     lines.insert(1, "{this is not json".to_string());
     std::fs::write(&rollout, lines.join("\n") + "\n").expect("damage");
+    // Readers pass over it: the agent's lines come from the log.
+    let read = ws.run(&["log", &session, "/root/w_1"]);
+    assert!(read.status.success(), "{}", text(&read.stderr));
+    assert!(text(&read.stdout).contains("w_1: go"), "{}", text(&read.stdout));
+    assert!(
+        text(&read.stderr).contains("read from the session log"),
+        "{}",
+        text(&read.stderr)
+    );
     let doctor = ws.run(&["doctor"]);
     assert_eq!(doctor.status.code(), Some(1), "{}", text(&doctor.stdout));
     assert!(

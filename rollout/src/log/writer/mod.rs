@@ -187,6 +187,17 @@ impl SessionLog {
         timestamp: Timestamp,
         items: impl IntoIterator<Item = RolloutItem>,
     ) -> Result<u64, LogError> {
+        self.append_lines(timestamp, items.into_iter().map(|item| (thread, item)))
+    }
+
+    /// Appends lines of several threads, in order, stamped `timestamp`, in one go: no other
+    /// append comes between them and the writer writes them together (a spawn's header and
+    /// the parent's task for it are one write).
+    pub fn append_lines(
+        &self,
+        timestamp: Timestamp,
+        lines: impl IntoIterator<Item = (ThreadId, RolloutItem)>,
+    ) -> Result<u64, LogError> {
         let mut state = self.shared.lock();
         if let Some(failed) = &state.failed {
             return Err(failed.clone());
@@ -194,7 +205,7 @@ impl SessionLog {
         if state.stop {
             return Err(LogError::closed(&self.shared.path));
         }
-        for item in items {
+        for (thread, item) in lines {
             state.appended += 1;
             state.queue.push(Entry {
                 thread,
