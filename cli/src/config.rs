@@ -14,6 +14,15 @@ use crate::error::CliError;
 pub struct RoleSettings {
     pub model: Option<String>,
     pub reasoning_effort: Option<String>,
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Settings of one model (`[models.<name>]`). Naming any model here makes the named ones the
+/// models agents may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    pub max_output_tokens: Option<u32>,
 }
 
 /// One `config.toml`, every key optional.
@@ -27,10 +36,14 @@ pub struct FileConfig {
     pub api_key_env: Option<String>,
     pub request_timeout_secs: Option<u64>,
     pub max_retries: Option<u32>,
+    /// The most tokens one model response may have (per role and per model below).
+    pub max_output_tokens: Option<u32>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub roles: BTreeMap<String, RoleSettings>,
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSettings>,
 }
 
 impl FileConfig {
@@ -46,7 +59,8 @@ impl FileConfig {
             base_url,
             api_key_env,
             request_timeout_secs,
-            max_retries
+            max_retries,
+            max_output_tokens
         );
         self.headers.extend(other.headers);
         for (role, settings) in other.roles {
@@ -56,6 +70,15 @@ impl FileConfig {
             }
             if settings.reasoning_effort.is_some() {
                 entry.reasoning_effort = settings.reasoning_effort;
+            }
+            if settings.max_output_tokens.is_some() {
+                entry.max_output_tokens = settings.max_output_tokens;
+            }
+        }
+        for (model, settings) in other.models {
+            let entry = self.models.entry(model).or_default();
+            if settings.max_output_tokens.is_some() {
+                entry.max_output_tokens = settings.max_output_tokens;
             }
         }
         self
@@ -101,11 +124,11 @@ mod tests {
     fn workspace_overrides_home_key_by_key() {
         let home = tempfile_dir();
         let work = tempfile_dir();
-        std::fs::write(home.join("config.toml"), "model = \"a\"\nprovider = \"chat\"\n[roles.worker]\nmodel = \"w\"\nreasoning_effort = \"low\"\n").expect("write");
+        std::fs::write(home.join("config.toml"), "model = \"a\"\nprovider = \"chat\"\nmax_output_tokens = 100\n[roles.worker]\nmodel = \"w\"\nreasoning_effort = \"low\"\n[models.a]\nmax_output_tokens = 50\n[models.b]\n").expect("write");
         std::fs::create_dir_all(work.join(".arbor")).expect("mkdir");
         std::fs::write(
             work.join(".arbor/config.toml"),
-            "model = \"b\"\n[roles.worker]\nmodel = \"w2\"\n",
+            "model = \"b\"\n[roles.worker]\nmodel = \"w2\"\nmax_output_tokens = 7\n[models.b]\nmax_output_tokens = 60\n",
         )
         .expect("write");
         let merged = load(&home, &work).expect("load");
@@ -116,6 +139,14 @@ mod tests {
             merged.roles["worker"].reasoning_effort.as_deref(),
             Some("low")
         );
+        assert_eq!(merged.roles["worker"].max_output_tokens, Some(7));
+        assert_eq!(merged.max_output_tokens, Some(100));
+        let limits: Vec<(&str, Option<u32>)> = merged
+            .models
+            .iter()
+            .map(|(name, m)| (name.as_str(), m.max_output_tokens))
+            .collect();
+        assert_eq!(limits, [("a", Some(50)), ("b", Some(60))]);
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub enum OrchestratorError {
     Policy(#[from] arbor_tools::PolicyError),
     #[error("{0}")]
     Start(String),
+    /// The configuration contradicts itself (a model outside the configured list).
+    #[error("{0}")]
+    Config(String),
 }
 
 /// A snapshot of one agent, for callers outside the runtime.
@@ -95,6 +98,13 @@ pub struct AgentView {
     pub history: Vec<ResponseItem>,
     pub closed: bool,
     pub resident: bool,
+}
+
+/// The root's capabilities: every tool, spawning, the session's sandbox and approval policy,
+/// narrowed by the `default` role (a user's `default` role file may take tools, spawning or
+/// sandbox away from the root, as from any agent of that role; it never adds any).
+pub(crate) fn root_caps(config: &RunConfig, default_role: &arbor_roles::Role) -> Capabilities {
+    Capabilities::root(config.sandbox, config.approval_policy).narrow_for(default_role)
 }
 
 /// One session being driven by this process.
@@ -119,12 +129,16 @@ impl Orchestrator {
         let session_id = ThreadId::new();
         let sandbox = config.sandbox;
         let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
+        let for_check = config.clone();
         let (store, roles, policy, lease) = tokio::task::spawn_blocking(move || {
             // What the kernel offers is probed once per process (it forks a probe): here, off
             // the async workers.
             arbor_tools::sandbox_status(sandbox);
-            let store = Store::open(&home)?;
             let roles = RoleSet::load(&home, &cwd)?;
+            for_check
+                .check_models(&roles)
+                .map_err(OrchestratorError::Config)?;
+            let store = Store::open(&home)?;
             let policy = arbor_tools::Policy::load(&home, &cwd)?;
             if protect {
                 protect_arbor_dir(&cwd);
@@ -177,9 +191,13 @@ impl Orchestrator {
 
     /// What the root's sandbox really enforces on this machine (tell the user when nothing).
     pub fn sandbox_status(&self) -> SandboxStatus {
+        let sandbox = match self.inner.roles.get(arbor_roles::DEFAULT_ROLE) {
+            Ok(role) => root_caps(&self.inner.config, role).sandbox,
+            Err(_) => self.inner.config.sandbox,
+        };
         self.inner
             .approvals
-            .sandbox_status(self.inner.config.sandbox, &self.inner.config.cwd)
+            .sandbox_status(sandbox, &self.inner.config.cwd)
     }
 
     /// The session id (the root thread's id).
@@ -214,7 +232,7 @@ impl Orchestrator {
             .get_or_try_init(|| async {
                 let inner = &self.inner;
                 let role = inner.roles.get(arbor_roles::DEFAULT_ROLE)?;
-                let caps = Capabilities::root(inner.config.sandbox, inner.config.approval_policy);
+                let caps = root_caps(&inner.config, role);
                 create_agent(
                     inner,
                     NewAgent {
