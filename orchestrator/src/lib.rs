@@ -15,6 +15,7 @@ pub mod lease;
 mod lifecycle;
 mod mail;
 mod outbox;
+mod output_limit;
 mod registry;
 mod residency;
 mod resume;

@@ -73,6 +73,8 @@ pub struct Sampled {
     /// Every item of the final response, in order.
     pub items: Vec<ResponseItem>,
     pub usage: Option<Usage>,
+    /// How the response ended (cut at the output limit or not).
+    pub finish: arbor_model::Finish,
     /// How many leading `items` are already recorded (rollout and history).
     pub recorded: usize,
     /// Calls already running, by call id; their `tool.call` events are already out.
@@ -104,6 +106,15 @@ pub async fn sample(
                     done.push(item);
                     if starts {
                         record(agent, &done[recorded..])?;
+                        // Text the model wrote before the call is announced before it.
+                        for item in &done[recorded..] {
+                            if let ResponseItem::Message { role, content } = item
+                                && role == "assistant"
+                                && !content.trim().is_empty()
+                            {
+                                emit_message(inner, agent, content);
+                            }
+                        }
                         recorded = done.len();
                         if let Some(ResponseItem::FunctionCall { call_id, name, arguments }) = done.last() {
                             let call = Call { call_id: call_id.clone(), name: name.clone(), arguments: arguments.clone() };
@@ -147,6 +158,7 @@ pub async fn sample(
     Ok(Sampled {
         items: response.items,
         usage: response.usage,
+        finish: response.finish,
         recorded,
         early,
     })
@@ -181,6 +193,14 @@ fn cancel_started(agent: &Agent, early: &mut HashMap<String, Started>) -> Result
         });
     }
     record(agent, &outputs)
+}
+
+/// Emits `agent.message` for text the model wrote.
+pub fn emit_message(inner: &Inner, agent: &Agent, text: &str) {
+    inner.events.emit(Event::AgentMessage {
+        path: agent.path().clone(),
+        text: text.to_string(),
+    });
 }
 
 /// Emits `tool.call` for a call about to run.

@@ -1,9 +1,11 @@
 //! Model settings and roles at the edges: `spawn_agent`'s `reasoning_effort` and `model`
-//! checked as a role file's are, and the root narrowed by a user's `default` role.
+//! checked as a role file's are, the root narrowed by a user's `default` role, and a worker
+//! whose final answer is empty.
 
 use std::collections::BTreeMap;
 
 use arbor_orchestrator::config::ModelSettings;
+use arbor_protocol::AgentStatus;
 use serde_json::json;
 
 use arbor_tests::Session;
@@ -113,4 +115,24 @@ async fn a_default_role_cannot_widen_the_root() {
     assert_eq!(root.sandbox, "workspace-write");
     let requests = s.model.requests_for(&Session::path("/root"));
     assert_eq!(requests[0].tools.len(), arbor_roles::TOOL_NAMES.len());
+}
+
+#[tokio::test]
+async fn an_empty_final_answer_becomes_a_result_saying_there_was_none() {
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "quiet", "message": "say nothing"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+            [{"say": "heard back"}]
+        ]},
+        {"match": "/root/quiet", "responses": [[{"say": "  "}]]}
+    ]});
+    let mut s = Session::new(script, |_| {}).await;
+    s.run("ask").await;
+    let quiet = s.orch.agent(&Session::path("/root/quiet")).expect("child");
+    assert_eq!(quiet.status, AgentStatus::Completed(None));
+    assert_eq!(
+        s.mail_in_request("/root", 2, "FINAL_ANSWER"),
+        ["(no answer: the agent ended its turn without a final message)"]
+    );
 }
