@@ -106,14 +106,9 @@ pub async fn sample(
                     done.push(item);
                     if starts {
                         record(agent, &done[recorded..])?;
-                        // Text the model wrote before the call is announced before it.
-                        for item in &done[recorded..] {
-                            if let ResponseItem::Message { role, content } = item
-                                && role == "assistant"
-                                && !content.trim().is_empty()
-                            {
-                                emit_message(inner, agent, content);
-                            }
+                        // What the model wrote before this call is announced before it.
+                        for item in &done[recorded..done.len() - 1] {
+                            announce(inner, agent, item);
                         }
                         recorded = done.len();
                         if let Some(ResponseItem::FunctionCall { call_id, name, arguments }) = done.last() {
@@ -193,6 +188,34 @@ fn cancel_started(agent: &Agent, early: &mut HashMap<String, Started>) -> Result
         });
     }
     record(agent, &outputs)
+}
+
+/// Emits the event of a recorded output item: `agent.message` for text, `tool.call` for a
+/// call (which runs once the response is complete).
+fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
+    match item {
+        ResponseItem::Message { role, content } if role == "assistant" => {
+            if !content.trim().is_empty() {
+                emit_message(inner, agent, content);
+            }
+        }
+        ResponseItem::FunctionCall {
+            call_id,
+            name,
+            arguments,
+        } => emit_call(
+            inner,
+            agent,
+            &Call {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+        ),
+        ResponseItem::Message { .. }
+        | ResponseItem::FunctionCallOutput { .. }
+        | ResponseItem::Reasoning { .. } => {}
+    }
 }
 
 /// Emits `agent.message` for text the model wrote.

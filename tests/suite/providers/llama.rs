@@ -231,3 +231,50 @@ async fn the_same_500_forever_is_tried_twice_and_named() {
     );
     assert_eq!(server.requests().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_is_announced_once_in_the_order_the_model_made_them() {
+    // As gemma-3-270m answered through llama-server: text, a tree call, a slow call (which
+    // starts while the stream goes on), another tree call.
+    let first = [
+        Output::text("working"),
+        Output::call("c1", "list_agents", &json!({})),
+        Output::call("c2", "exec_command", &json!({"cmd": "echo hi"})),
+        Output::call("c3", "list_agents", &json!({})),
+    ];
+    for kind in KINDS {
+        let first = first.clone();
+        let server = MockServer::start(move |request| match outputs_in(&request.body) {
+            0 => Reply::sse(events(kind, &first)),
+            _ => Reply::sse(events(kind, &[Output::text("done")])),
+        })
+        .await;
+        let run = Run::new(kind, &server, |_| {}, |_| {}, "go").await;
+        assert_eq!(
+            run.orch.root_last_message().as_deref(),
+            Some("done"),
+            "{kind}"
+        );
+        let announced: Vec<String> = run
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::AgentMessage { text, .. } => Some(format!("message {text}")),
+                Event::ToolCall { call_id, .. } => Some(format!("call {call_id}")),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            announced,
+            [
+                "message working",
+                "call c1",
+                "call c2",
+                "call c3",
+                "message done"
+            ],
+            "{kind}"
+        );
+        assert_eq!(run.tool_outputs().len(), 3, "{kind}");
+    }
+}
