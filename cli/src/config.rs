@@ -162,6 +162,22 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_examples_in_the_models_doc_parse() {
+        let doc = include_str!("../../docs/models.md");
+        let (_, section) = doc.split_once("## `config.toml`").expect("config section");
+        let blocks: Vec<&str> = section
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split_once("```").map(|(toml, _)| toml))
+            .collect();
+        assert!(blocks.len() >= 2, "{blocks:?}");
+        for block in blocks {
+            let parsed: Result<FileConfig, _> = toml::from_str(block);
+            assert!(parsed.is_ok(), "{block}: {parsed:?}");
+        }
+    }
+
     fn tempfile_dir() -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("arbor-config-{}", arbor_protocol::ThreadId::new()));
