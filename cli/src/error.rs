@@ -39,7 +39,7 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
         use arbor_orchestrator::OrchestratorError as E;
         let code = match &err {
             E::Lease(arbor_orchestrator::LeaseError::Held { .. }) => 3,
-            E::Roles(_) | E::Policy(_) | E::Config(_) => 2,
+            E::Roles(_) | E::Policy(_) => 2,
             E::Store(_) | E::Lease(_) | E::Start(_) => 1,
         };
         Self {

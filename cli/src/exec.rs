@@ -357,6 +357,10 @@ pub fn run_config(
     config.max_depth = run.max_depth;
     config.max_running = usize::try_from(run.max_running).unwrap_or(usize::MAX);
     config.max_resident = usize::try_from(run.max_resident).unwrap_or(usize::MAX);
+    // Every model the configuration and the role files name must be a configured one.
+    let roles = arbor_roles::RoleSet::load(&config.home, &config.cwd)
+        .map_err(|err| CliError::usage(err.to_string()))?;
+    config.check_models(&roles).map_err(CliError::usage)?;
     Ok(config)
 }
 

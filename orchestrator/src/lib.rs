@@ -15,7 +15,6 @@ pub mod lease;
 mod lifecycle;
 mod mail;
 mod outbox;
-mod output_limit;
 mod registry;
 mod residency;
 mod resume;
@@ -80,9 +79,6 @@ pub enum OrchestratorError {
     Policy(#[from] arbor_tools::PolicyError),
     #[error("{0}")]
     Start(String),
-    /// The configuration contradicts itself (a model outside the configured list).
-    #[error("{0}")]
-    Config(String),
 }
 
 /// A snapshot of one agent, for callers outside the runtime.
@@ -99,13 +95,6 @@ pub struct AgentView {
     pub history: Vec<ResponseItem>,
     pub closed: bool,
     pub resident: bool,
-}
-
-/// The root's capabilities: every tool, spawning, the session's sandbox and approval policy,
-/// narrowed by the `default` role (a user's `default` role file may take tools, spawning or
-/// sandbox away from the root, as from any agent of that role; it never adds any).
-pub(crate) fn root_caps(config: &RunConfig, default_role: &arbor_roles::Role) -> Capabilities {
-    Capabilities::root(config.sandbox, config.approval_policy).narrow_for(default_role)
 }
 
 /// One session being driven by this process.
@@ -130,16 +119,12 @@ impl Orchestrator {
         let session_id = ThreadId::new();
         let sandbox = config.sandbox;
         let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
-        let for_check = config.clone();
         let (store, roles, policy, lease) = tokio::task::spawn_blocking(move || {
             // What the kernel offers is probed once per process (it forks a probe): here, off
             // the async workers.
             arbor_tools::sandbox_status(sandbox);
-            let roles = RoleSet::load(&home, &cwd)?;
-            for_check
-                .check_models(&roles)
-                .map_err(OrchestratorError::Config)?;
             let store = Store::open(&home)?;
+            let roles = RoleSet::load(&home, &cwd)?;
             let policy = arbor_tools::Policy::load(&home, &cwd)?;
             if protect {
                 protect_arbor_dir(&cwd);
@@ -192,9 +177,14 @@ impl Orchestrator {
 
     /// What the root's sandbox really enforces on this machine (tell the user when nothing).
     pub fn sandbox_status(&self) -> SandboxStatus {
+        // The root's, narrowed by the `default` role as in `root()`.
+        let config = &self.inner.config;
         let sandbox = match self.inner.roles.get(arbor_roles::DEFAULT_ROLE) {
-            Ok(role) => root_caps(&self.inner.config, role).sandbox,
-            Err(_) => self.inner.config.sandbox,
+            Ok(role) => {
+                let caps = Capabilities::root(config.sandbox, config.approval_policy);
+                caps.narrow_for(role).sandbox
+            }
+            Err(_) => config.sandbox,
         };
         self.inner
             .approvals
@@ -233,7 +223,7 @@ impl Orchestrator {
             .get_or_try_init(|| async {
                 let inner = &self.inner;
                 let role = inner.roles.get(arbor_roles::DEFAULT_ROLE)?;
-                let caps = root_caps(&inner.config, role);
+                let caps = Capabilities::root(inner.config.sandbox, inner.config.approval_policy);
                 create_agent(
                     inner,
                     NewAgent {
@@ -243,7 +233,9 @@ impl Orchestrator {
                         role,
                         model: inner.config.model.clone(),
                         effort: inner.config.reasoning_effort.clone(),
-                        caps,
+                        // A user's `default` role narrows the root as it does any agent of it:
+                        // it may take tools, spawning or sandbox away, never add them.
+                        caps: caps.narrow_for(role),
                         nickname: None,
                         cwd: inner.config.cwd.clone(),
                         internal: false,

@@ -11,6 +11,8 @@ use arbor_protocol::{Event, ResponseItem, RolloutItem, Usage};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub mod output_limit;
+
 use crate::agent::Agent;
 use crate::runtime::Inner;
 use crate::tools::{self, Call};

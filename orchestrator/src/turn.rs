@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, TurnSpan};
 use crate::runtime::Inner;
+use crate::sampling::{self, output_limit};
 use crate::tools::{self, Call};
 use crate::turn_end::{Outcome, finish_turn};
-use crate::{output_limit, sampling};
 
 /// The task of one resident agent: runs a turn each time it is told to, until cancelled.
 /// Boxed, because tools the turn runs may create agents (whose tasks are this function).
@@ -111,7 +111,6 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
         let request = build_request(inner, agent);
-        let limit = request.max_output_tokens;
         inner.senders.step();
         let sampled = sampling::sample(inner, agent, &request).await;
         // The request shares the history: let go of it before appending, so the append
@@ -184,6 +183,9 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             }
         }
         let cut = response.finish == Finish::OutputLimit;
+        let limit = inner
+            .config
+            .output_limit(&agent.identity.role, &agent.identity.model);
         cut_in_a_row = if cut && calls.is_empty() {
             cut_in_a_row + 1
         } else {
@@ -248,20 +250,6 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         AbortKind::Errored,
         "turn response limit reached".to_string(),
     )
-}
-
-/// Adds a note from arbor to the agent's history as a user message (every server takes one
-/// anywhere): rollout first, then history.
-fn add_note(agent: &Agent, text: String) -> Result<(), String> {
-    let note = ResponseItem::Message {
-        role: "user".to_string(),
-        content: text,
-    };
-    agent
-        .record(&[RolloutItem::ResponseItem(note.clone())])
-        .map_err(|err| err.to_string())?;
-    agent.state().history.extend([note]);
-    Ok(())
 }
 
 /// Moves the agent's pending input and its deliverable mail into history: rollout first, then
@@ -338,4 +326,18 @@ pub fn cancel_turn(agent: &Agent, reason: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// Adds a note from arbor to the agent's history as a user message (every server takes one
+/// anywhere): rollout first, then history.
+fn add_note(agent: &Agent, text: String) -> Result<(), String> {
+    let note = ResponseItem::Message {
+        role: "user".to_string(),
+        content: text,
+    };
+    agent
+        .record(&[RolloutItem::ResponseItem(note.clone())])
+        .map_err(|err| err.to_string())?;
+    agent.state().history.extend([note]);
+    Ok(())
 }

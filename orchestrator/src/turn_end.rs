@@ -26,9 +26,6 @@ use crate::runtime::Inner;
 /// pingpong`, interleaved runs).
 const BARRIER_SPACING: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// The result mail of a turn that completed with an empty final answer.
-pub const NO_ANSWER: &str = "(no answer: the agent ended its turn without a final message)";
-
 /// How a turn ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -59,6 +56,7 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
                 last_message: message.clone(),
             }));
             // An empty final answer still tells the parent something: that there was none.
+            const NO_ANSWER: &str = "(no answer: the agent ended its turn without a final message)";
             let text = message.as_deref().filter(|text| !text.trim().is_empty());
             (
                 AgentStatus::Completed(message.clone()),
