@@ -19,6 +19,15 @@ use crate::error::CliError;
 pub struct RoleSettings {
     pub model: Option<String>,
     pub reasoning_effort: Option<String>,
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Settings of one model (`[models.<name>]`). Naming any model here makes the named ones the
+/// models agents may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    pub max_output_tokens: Option<u32>,
 }
 
 /// One `config.toml`, every key optional.
@@ -32,6 +41,8 @@ pub struct FileConfig {
     pub api_key_env: Option<String>,
     pub request_timeout_secs: Option<u64>,
     pub max_retries: Option<u32>,
+    /// The most tokens one model response may have (per role and per model below).
+    pub max_output_tokens: Option<u32>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -41,6 +52,8 @@ pub struct FileConfig {
     /// Workspaces the user trusted (`arbor trust`); read from the home file only.
     #[serde(default)]
     pub trusted_workspace: Vec<TrustedWorkspace>,
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSettings>,
 }
 
 /// One `[[trusted_workspace]]` of the home file.
@@ -123,7 +136,8 @@ impl FileConfig {
             base_url,
             api_key_env,
             request_timeout_secs,
-            max_retries
+            max_retries,
+            max_output_tokens
         );
         self.headers.extend(other.headers);
         self.shell_environment = match (self.shell_environment, other.shell_environment) {
@@ -137,6 +151,15 @@ impl FileConfig {
             }
             if settings.reasoning_effort.is_some() {
                 entry.reasoning_effort = settings.reasoning_effort;
+            }
+            if settings.max_output_tokens.is_some() {
+                entry.max_output_tokens = settings.max_output_tokens;
+            }
+        }
+        for (model, settings) in other.models {
+            let entry = self.models.entry(model).or_default();
+            if settings.max_output_tokens.is_some() {
+                entry.max_output_tokens = settings.max_output_tokens;
             }
         }
         self
@@ -242,11 +265,11 @@ mod tests {
     fn workspace_overrides_home_key_by_key() {
         let home = tempfile_dir();
         let work = tempfile_dir();
-        std::fs::write(home.join("config.toml"), "model = \"a\"\nprovider = \"chat\"\n[roles.worker]\nmodel = \"w\"\nreasoning_effort = \"low\"\n").expect("write");
+        std::fs::write(home.join("config.toml"), "model = \"a\"\nprovider = \"chat\"\nmax_output_tokens = 100\n[roles.worker]\nmodel = \"w\"\nreasoning_effort = \"low\"\n[models.a]\nmax_output_tokens = 50\n[models.b]\n").expect("write");
         std::fs::create_dir_all(work.join(".arbor")).expect("mkdir");
         std::fs::write(
             work.join(".arbor/config.toml"),
-            "model = \"b\"\n[roles.worker]\nmodel = \"w2\"\n",
+            "model = \"b\"\n[roles.worker]\nmodel = \"w2\"\nmax_output_tokens = 7\n[models.b]\nmax_output_tokens = 60\n",
         )
         .expect("write");
         let merged = load(&home, &work).expect("load");
@@ -257,6 +280,14 @@ mod tests {
             merged.roles["worker"].reasoning_effort.as_deref(),
             Some("low")
         );
+        assert_eq!(merged.roles["worker"].max_output_tokens, Some(7));
+        assert_eq!(merged.max_output_tokens, Some(100));
+        let limits: Vec<(&str, Option<u32>)> = merged
+            .models
+            .iter()
+            .map(|(name, m)| (name.as_str(), m.max_output_tokens))
+            .collect();
+        assert_eq!(limits, [("a", Some(50)), ("b", Some(60))]);
     }
 
     #[test]
@@ -300,6 +331,22 @@ mod tests {
             err.message,
             "config: shell_environment.inherit must be all, core or none, not `some`"
         );
+    }
+
+    #[test]
+    fn the_examples_in_the_models_doc_parse() {
+        let doc = include_str!("../../docs/models.md");
+        let (_, section) = doc.split_once("## `config.toml`").expect("config section");
+        let blocks: Vec<&str> = section
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|block| block.split_once("```").map(|(toml, _)| toml))
+            .collect();
+        assert!(blocks.len() >= 2, "{blocks:?}");
+        for block in blocks {
+            let parsed: Result<FileConfig, _> = toml::from_str(block);
+            assert!(parsed.is_ok(), "{block}: {parsed:?}");
+        }
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -311,7 +311,9 @@ pub fn run_config(
     if let Some(model) = run.model.clone().or_else(|| file.model.clone()) {
         config.model = model;
     }
+    check_model_settings(file)?;
     config.reasoning_effort = file.reasoning_effort.clone();
+    config.max_output_tokens = file.max_output_tokens;
     config.role_models = file
         .roles
         .iter()
@@ -321,6 +323,19 @@ pub fn run_config(
                 arbor_orchestrator::config::RoleModel {
                     model: settings.model.clone(),
                     reasoning_effort: settings.reasoning_effort.clone(),
+                    max_output_tokens: settings.max_output_tokens,
+                },
+            )
+        })
+        .collect();
+    config.models = file
+        .models
+        .iter()
+        .map(|(name, settings)| {
+            (
+                name.clone(),
+                arbor_orchestrator::config::ModelSettings {
+                    max_output_tokens: settings.max_output_tokens,
                 },
             )
         })
@@ -354,7 +369,51 @@ pub fn run_config(
     config.max_depth = run.max_depth;
     config.max_running = usize::try_from(run.max_running).unwrap_or(usize::MAX);
     config.max_resident = usize::try_from(run.max_resident).unwrap_or(usize::MAX);
+    // Every model the configuration and the role files name must be a configured one.
+    let roles = arbor_roles::RoleSet::load(&config.home, &config.cwd)
+        .map_err(|err| CliError::usage(err.to_string()))?;
+    config.check_models(&roles).map_err(CliError::usage)?;
     Ok(config)
+}
+
+/// Refuses model settings no server would take: an unknown reasoning effort, an output limit
+/// of 0. The messages are those a role file gets for the same field.
+fn check_model_settings(file: &FileConfig) -> Result<(), CliError> {
+    let efforts = std::iter::once(("reasoning_effort".to_string(), &file.reasoning_effort)).chain(
+        file.roles.iter().map(|(role, s)| {
+            (
+                format!("roles.{role}.reasoning_effort"),
+                &s.reasoning_effort,
+            )
+        }),
+    );
+    for (key, effort) in efforts {
+        if let Some(effort) = effort {
+            arbor_roles::check_effort(effort)
+                .map_err(|message| CliError::usage(format!("config: `{key}`: {message}")))?;
+        }
+    }
+    let limits = std::iter::once(("max_output_tokens".to_string(), file.max_output_tokens))
+        .chain(file.roles.iter().map(|(role, s)| {
+            (
+                format!("roles.{role}.max_output_tokens"),
+                s.max_output_tokens,
+            )
+        }))
+        .chain(file.models.iter().map(|(model, s)| {
+            (
+                format!("models.{model}.max_output_tokens"),
+                s.max_output_tokens,
+            )
+        }));
+    for (key, limit) in limits {
+        if limit == Some(0) {
+            return Err(CliError::usage(format!(
+                "config: `{key}` must be at least 1"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The workspace the options name (the current directory by default), canonical.

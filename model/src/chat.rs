@@ -2,9 +2,14 @@
 //! OpenAI and most OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter)
 //! speak it.
 //!
-//! Content deltas are joined; tool-call deltas are gathered by `index` (id and name first,
-//! arguments in pieces). The items are reported when the choice's `finish_reason` arrives; the
-//! stream is complete at `[DONE]`, or when it ends cleanly after a `finish_reason`.
+//! Content deltas are joined; tool-call deltas are gathered by call id, else by `index`, else
+//! into the newest call (id and name first, arguments in pieces); a call id is kept once. The
+//! items, the text first as the model wrote it, are reported when the choice's `finish_reason`
+//! arrives; the stream is complete at `[DONE]`, or when it ends cleanly after a
+//! `finish_reason`. `finish_reason: length` keeps what was written (`Finish::OutputLimit`).
+//!
+//! The output limit goes out as `max_tokens`, which every compatible server reads, except to
+//! OpenAI's own endpoint, whose reasoning models refuse it: there it is `max_completion_tokens`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,18 +21,55 @@ use crate::http::HttpClient;
 use crate::responses::excerpt;
 use crate::retry::{Failure, stream_error};
 use crate::sse::SseEvent;
-use crate::stream::{Decoder, Progress};
-use crate::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
+use crate::stream::{CallIds, Decoder, Progress};
+use crate::{
+    BoxFuture, Finish, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse, arguments,
+};
+
+/// The request field that carries `max_output_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitField {
+    /// `max_tokens`: llama.cpp, Ollama, vLLM, LM Studio, OpenRouter, ...
+    MaxTokens,
+    /// `max_completion_tokens`: OpenAI, whose reasoning models refuse `max_tokens`.
+    MaxCompletionTokens,
+}
+
+impl LimitField {
+    /// The field a server at `base_url` reads: `max_completion_tokens` for api.openai.com.
+    pub fn for_base_url(base_url: &str) -> Self {
+        let host = base_url
+            .split_once("://")
+            .map_or(base_url, |(_, rest)| rest)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or_default();
+        if host.eq_ignore_ascii_case("api.openai.com") {
+            Self::MaxCompletionTokens
+        } else {
+            Self::MaxTokens
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
 
 /// The provider for Chat Completions.
 #[derive(Debug)]
 pub struct ChatProvider {
     http: HttpClient,
+    limit_field: LimitField,
 }
 
 impl ChatProvider {
     pub(crate) fn new(http: HttpClient) -> Self {
-        Self { http }
+        let limit_field = LimitField::for_base_url(http.base_url());
+        Self { http, limit_field }
     }
 }
 
@@ -42,7 +84,7 @@ impl ModelClient for ChatProvider {
         events: &'a ModelEvents,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
         Box::pin(async move {
-            let body = request_body(request);
+            let body = request_body(request, self.limit_field);
             self.http
                 .stream("/chat/completions", &body, events, ChatDecoder::default)
                 .await
@@ -51,7 +93,7 @@ impl ModelClient for ChatProvider {
 }
 
 /// The JSON body of a streamed Chat Completions request.
-pub fn request_body(request: &ModelRequest) -> Value {
+pub fn request_body(request: &ModelRequest, limit_field: LimitField) -> Value {
     let mut body = json!({
         "model": request.model,
         "messages": messages(request),
@@ -79,6 +121,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
     }
     if let Some(effort) = &request.reasoning_effort {
         body["reasoning_effort"] = json!(effort);
+    }
+    if let Some(limit) = request.max_output_tokens {
+        body[limit_field.name()] = json!(limit);
     }
     body
 }
@@ -109,7 +154,7 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
                 let call = json!({
                     "id": call_id,
                     "type": "function",
-                    "function": {"name": name, "arguments": arguments},
+                    "function": {"name": name, "arguments": arguments::for_history(arguments)},
                 });
                 let joins_last = messages
                     .last()
@@ -204,7 +249,7 @@ struct PromptDetails {
 /// One tool call being streamed.
 #[derive(Debug, Default)]
 struct PartialCall {
-    index: u64,
+    index: Option<u64>,
     id: String,
     name: String,
     arguments: String,
@@ -214,28 +259,37 @@ struct PartialCall {
 #[derive(Debug, Default)]
 pub(crate) struct ChatDecoder {
     text: String,
+    /// Calls in the order they started.
     calls: Vec<PartialCall>,
     /// Set when the choice finished: the output, already reported.
     items: Option<Vec<ResponseItem>>,
     usage: Option<Usage>,
+    finish: Finish,
     done: bool,
 }
 
 impl ChatDecoder {
+    /// Adds a tool-call delta to its call: the one with its id, else the one with its index
+    /// (unless that one has another id), else the newest when the delta names neither;
+    /// otherwise it starts a call.
     fn tool_call(&mut self, delta: ToolCallDelta) {
-        let at = match delta.index {
-            // Most deltas continue the newest call: look there first.
-            Some(index) => self.calls.iter().rposition(|call| call.index == index),
-            // Servers that leave out `index` start a call with its id, then continue it.
-            None if delta.id.is_some() => None,
-            None => self.calls.len().checked_sub(1),
+        let id = delta.id.filter(|id| !id.is_empty());
+        let by_id = id
+            .as_deref()
+            .and_then(|id| self.calls.iter().rposition(|call| call.id == id));
+        let by_index = || {
+            let index = delta.index?;
+            self.calls
+                .iter()
+                .rposition(|call| call.index == Some(index) && (id.is_none() || call.id.is_empty()))
         };
-        let at = at.unwrap_or_else(|| {
-            let index = delta
-                .index
-                .unwrap_or_else(|| u64::try_from(self.calls.len()).unwrap_or(u64::MAX));
+        let newest = || match (&id, delta.index) {
+            (None, None) => self.calls.len().checked_sub(1),
+            _ => None,
+        };
+        let at = by_id.or_else(by_index).or_else(newest).unwrap_or_else(|| {
             self.calls.push(PartialCall {
-                index,
+                index: delta.index,
                 ..PartialCall::default()
             });
             self.calls.len() - 1
@@ -243,7 +297,7 @@ impl ChatDecoder {
         let Some(call) = self.calls.get_mut(at) else {
             return;
         };
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+        if let Some(id) = id {
             call.id = id;
         }
         if let Some(function) = delta.function {
@@ -254,7 +308,8 @@ impl ChatDecoder {
         }
     }
 
-    /// The output so far, in order: the message, then the calls by index.
+    /// The output so far, in the order the model wrote it: the message, then the calls (by
+    /// index where the server gave indexes), each call id once.
     fn take_items(&mut self) -> Result<Vec<ResponseItem>, Failure> {
         let mut items = Vec::with_capacity(self.calls.len() + 1);
         if !self.text.is_empty() {
@@ -263,12 +318,15 @@ impl ChatDecoder {
                 content: std::mem::take(&mut self.text),
             });
         }
-        self.calls.sort_by_key(|call| call.index);
+        // Stable: calls without an index keep their arrival order.
+        self.calls
+            .sort_by_key(|call| call.index.unwrap_or(u64::MAX));
+        let mut ids = CallIds::default();
         for call in self.calls.drain(..) {
             if call.name.is_empty() {
                 return Err(Failure::retry("the stream sent a tool call without a name"));
             }
-            items.push(ResponseItem::FunctionCall {
+            let item = ResponseItem::FunctionCall {
                 call_id: if call.id.is_empty() {
                     new_call_id()
                 } else {
@@ -280,7 +338,10 @@ impl ChatDecoder {
                 } else {
                     call.arguments
                 },
-            });
+            };
+            if ids.first(&item) {
+                items.push(item);
+            }
         }
         Ok(items)
     }
@@ -337,12 +398,10 @@ impl Decoder for ChatDecoder {
                 }
             }
             if let Some(reason) = choice.finish_reason {
+                if reason == "length" {
+                    self.finish = Finish::OutputLimit;
+                }
                 match reason.as_str() {
-                    "length" => {
-                        return Err(Failure::Fatal(ModelError::Failed(
-                            "the response is incomplete (finish_reason length)".to_string(),
-                        )));
-                    }
                     "content_filter" => {
                         return Err(Failure::Fatal(ModelError::Failed(
                             "the response was filtered (finish_reason content_filter)".to_string(),
@@ -373,6 +432,7 @@ impl Decoder for ChatDecoder {
         Ok(ModelResponse {
             items,
             usage: self.usage,
+            finish: self.finish,
         })
     }
 }

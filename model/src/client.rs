@@ -33,6 +33,9 @@ pub struct ModelRequest {
     /// every request of an agent).
     pub tools: std::sync::Arc<Vec<ToolSpec>>,
     pub parallel_tool_calls: bool,
+    /// The most tokens the response may have (`max_output_tokens` in config); `None` leaves
+    /// it to the server. A response cut there ends with [`Finish::OutputLimit`].
+    pub max_output_tokens: Option<u32>,
 }
 
 /// The complete output of one model response.
@@ -41,6 +44,20 @@ pub struct ModelResponse {
     /// Output items in the order the model produced them: messages, reasoning, function calls.
     pub items: Vec<ResponseItem>,
     pub usage: Option<Usage>,
+    /// How the model stopped.
+    pub finish: Finish,
+}
+
+/// How a response ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Finish {
+    /// The model said all it meant to.
+    #[default]
+    Completed,
+    /// The output limit cut the response (`finish_reason: length`, or an incomplete Responses
+    /// answer for `max_output_tokens`): its last text may stop mid-sentence and its last call
+    /// may have incomplete arguments. Complete items before the cut are kept.
+    OutputLimit,
 }
 
 /// Progress reported while a response streams in.

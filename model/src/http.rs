@@ -14,7 +14,7 @@ use arbor_protocol::text::truncate_middle;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use crate::retry::{Failure, RetryPolicy, retry_after, with_retries};
+use crate::retry::{Answer, Failure, RetryPolicy, retry_after, with_retries};
 use crate::stream::{Decoder, read_stream};
 use crate::{ModelClient, ModelError, ModelEvents, ModelResponse, chat, responses};
 
@@ -225,6 +225,11 @@ impl HttpClient {
         })
     }
 
+    /// The API root requests go to, without a trailing `/`.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
     /// Posts `body` to `{base_url}{path}` and reads the event stream with a fresh decoder per
     /// attempt, retrying what is worth retrying.
     pub(crate) async fn stream<D: Decoder>(
@@ -295,10 +300,15 @@ impl HttpClient {
                 reason,
                 after,
                 rate_limited,
+                answer,
             } => Failure::Retry {
                 reason: self.redact(&reason),
                 after,
                 rate_limited,
+                answer: answer.map(|answer| Answer {
+                    message: self.redact(&answer.message),
+                    ..answer
+                }),
             },
             Failure::Fatal(ModelError::Failed(message)) => {
                 Failure::Fatal(ModelError::Failed(self.redact(&message)))
@@ -307,8 +317,9 @@ impl HttpClient {
         }
     }
 
-    /// Classifies an unsuccessful response: 429, 408 and 5xx are retried; 401 blames the key;
-    /// any other status ends the request with the server's message.
+    /// Classifies an unsuccessful response: 429, 408, 409 and 5xx are retried (an answer that
+    /// repeats only once, unless it said when to come back); 401 blames the key; any other
+    /// status ends the request with the server's message.
     async fn status_failure(&self, response: reqwest::Response) -> Failure {
         let status = response.status().as_u16();
         let header = |name: &str| {
@@ -330,9 +341,15 @@ impl HttpClient {
                 reason: format!("http 429: {message}"),
                 after,
                 rate_limited: true,
+                answer: None,
             },
-            408 | 500..=599 => Failure::Retry {
+            408 | 409 | 500..=599 => Failure::Retry {
                 reason: format!("http {status}: {message}"),
+                answer: after.is_none().then(|| Answer {
+                    status: Some(status),
+                    body: String::from_utf8_lossy(&body).into_owned(),
+                    message: message.clone(),
+                }),
                 after,
                 rate_limited: false,
             },

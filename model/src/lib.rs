@@ -1,6 +1,7 @@
 //! The `ModelClient` trait and its providers: the scripted model, the OpenAI Responses API and
 //! Chat Completions, with retries and backoff.
 
+pub mod arguments;
 pub mod chat;
 mod client;
 pub mod http;
@@ -11,8 +12,8 @@ pub mod sse;
 pub mod stream;
 
 pub use client::{
-    AgentIdentity, BoxFuture, ModelClient, ModelError, ModelEvent, ModelEvents, ModelRequest,
-    ModelResponse,
+    AgentIdentity, BoxFuture, Finish, ModelClient, ModelError, ModelEvent, ModelEvents,
+    ModelRequest, ModelResponse,
 };
 pub use http::{
     DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT, HttpProviderConfig,

@@ -2,20 +2,23 @@
 //!
 //! Requests are stateless (`store: false`): the whole history goes every time, reasoning
 //! items with their `encrypted_content` included. Every output item is reported as soon as its
-//! `response.output_item.done` arrives, so a tool call can start before the stream ends; the
-//! response is complete only at `response.completed`.
+//! `response.output_item.done` arrives (and the items before it are done), so a tool call can
+//! start before the stream ends; the response is complete at `response.completed`, or at a
+//! `response.incomplete` that the output limit caused (`decoder.rs`).
 
-use std::collections::BTreeMap;
+mod decoder;
 
 use arbor_protocol::{ResponseItem, Usage};
-use serde::Deserialize;
 use serde_json::{Value, json};
+
+use decoder::Partial;
+pub(crate) use decoder::ResponsesDecoder;
 
 use crate::http::HttpClient;
 use crate::retry::{Failure, stream_error};
-use crate::sse::SseEvent;
-use crate::stream::{Decoder, Progress};
-use crate::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
+use crate::{
+    BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse, arguments,
+};
 
 /// The provider for the Responses API.
 #[derive(Debug)]
@@ -75,7 +78,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 "type": "function_call",
                 "call_id": call_id,
                 "name": name,
-                "arguments": arguments,
+                "arguments": arguments::for_history(arguments),
             })),
             ResponseItem::FunctionCallOutput { call_id, output } => Some(json!({
                 "type": "function_call_output",
@@ -135,163 +138,13 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if let Some(effort) = &request.reasoning_effort {
         body["reasoning"] = json!({ "effort": effort });
     }
+    if let Some(limit) = request.max_output_tokens {
+        body["max_output_tokens"] = json!(limit);
+    }
     if request.reasoning_effort.is_some() || passes_reasoning {
         body["include"] = json!(["reasoning.encrypted_content"]);
     }
     body
-}
-
-/// The fields of a Responses stream event that the decoder reads.
-#[derive(Debug, Deserialize)]
-struct Event {
-    #[serde(default, rename = "type")]
-    kind: Option<String>,
-    #[serde(default)]
-    output_index: Option<u64>,
-    #[serde(default)]
-    delta: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
-    #[serde(default)]
-    item: Option<Value>,
-    #[serde(default)]
-    response: Option<Value>,
-    #[serde(default)]
-    code: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    error: Option<Value>,
-}
-
-/// Text and arguments streamed for one output item, for a server whose done item lacks them.
-#[derive(Debug, Default)]
-struct Partial {
-    text: String,
-    arguments: String,
-    arguments_done: Option<String>,
-    call_id: Option<String>,
-    name: Option<String>,
-}
-
-/// Reads one Responses event stream.
-#[derive(Debug, Default)]
-pub(crate) struct ResponsesDecoder {
-    /// Finished items by output index.
-    items: BTreeMap<u64, ResponseItem>,
-    partial: BTreeMap<u64, Partial>,
-    usage: Option<Usage>,
-    completed: bool,
-}
-
-impl Decoder for ResponsesDecoder {
-    fn on_event(
-        &mut self,
-        event: SseEvent,
-        done: &mut Vec<ResponseItem>,
-    ) -> Result<Progress, Failure> {
-        let parsed: Event = serde_json::from_str(&event.data).map_err(|error| {
-            Failure::retry(format!(
-                "invalid stream event ({error}): {}",
-                excerpt(&event.data)
-            ))
-        })?;
-        let kind = parsed
-            .kind
-            .as_deref()
-            .or(event.event.as_deref())
-            .unwrap_or("");
-        let index = parsed.output_index.unwrap_or(0);
-        match kind {
-            "response.output_item.added" => {
-                if let Some(item) = &parsed.item {
-                    let partial = self.partial.entry(index).or_default();
-                    partial.call_id = text_field(item, "call_id");
-                    partial.name = text_field(item, "name");
-                }
-            }
-            "response.output_text.delta" => {
-                let delta = parsed.delta.unwrap_or_default();
-                self.partial.entry(index).or_default().text.push_str(&delta);
-            }
-            "response.function_call_arguments.delta" => {
-                let delta = parsed.delta.unwrap_or_default();
-                let partial = self.partial.entry(index).or_default();
-                partial.arguments.push_str(&delta);
-            }
-            "response.function_call_arguments.done" => {
-                self.partial.entry(index).or_default().arguments_done = parsed.arguments;
-            }
-            "response.output_item.done" => {
-                let partial = self.partial.remove(&index).unwrap_or_default();
-                if let Some(item) = parsed.item.as_ref().and_then(|i| convert(i, partial)) {
-                    done.push(item.clone());
-                    self.items.insert(index, item);
-                }
-            }
-            "response.completed" => {
-                let response = parsed.response.unwrap_or_default();
-                self.usage = response.get("usage").map(usage);
-                // A server that skipped `output_item.done` for some item still lists it here.
-                if let Some(output) = response.get("output").and_then(Value::as_array) {
-                    for (at, item) in output.iter().enumerate() {
-                        let at = u64::try_from(at).unwrap_or(u64::MAX);
-                        if self.items.contains_key(&at) {
-                            continue;
-                        }
-                        if let Some(item) = convert(item, Partial::default()) {
-                            done.push(item.clone());
-                            self.items.insert(at, item);
-                        }
-                    }
-                }
-                self.completed = true;
-                return Ok(Progress::Complete);
-            }
-            "response.failed" => {
-                let error = parsed
-                    .response
-                    .as_ref()
-                    .and_then(|response| response.get("error"))
-                    .cloned()
-                    .unwrap_or_default();
-                return Err(error_failure(&error));
-            }
-            "response.incomplete" => {
-                let reason = parsed
-                    .response
-                    .as_ref()
-                    .and_then(|r| r.pointer("/incomplete_details/reason"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown")
-                    .to_string();
-                return Err(Failure::Fatal(ModelError::Failed(format!(
-                    "the response is incomplete ({reason})"
-                ))));
-            }
-            "error" => {
-                let error = match parsed.error {
-                    Some(error @ Value::Object(_)) => error,
-                    _ => json!({"code": parsed.code, "message": parsed.message}),
-                };
-                return Err(error_failure(&error));
-            }
-            // `response.created`, `response.in_progress`, content parts, reasoning summary
-            // deltas and whatever the API adds later.
-            _ => {}
-        }
-        Ok(Progress::More)
-    }
-
-    fn finish(self) -> Result<ModelResponse, Failure> {
-        if !self.completed {
-            return Err(Failure::retry("the stream ended before response.completed"));
-        }
-        Ok(ModelResponse {
-            items: self.items.into_values().collect(),
-            usage: self.usage,
-        })
-    }
 }
 
 /// An output item in our history's shape; `None` for item types arbor does not use.

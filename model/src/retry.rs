@@ -1,6 +1,12 @@
 //! Retries: which failures are worth another attempt, how long to wait (exponential backoff
 //! with jitter, or what the server asked for), and the loop that reports each wait as a
 //! `ModelEvent::Retrying` before it sleeps.
+//!
+//! A server that gives the same error answer (same status and body, or the same error inside
+//! the stream) to a retry of the same request is taken at its word: a deterministic failure,
+//! such as llama.cpp's `500 Failed to parse tool call arguments as JSON`, is tried twice in
+//! all, not `max_attempts` times. Rate limits, and answers that say when to come back
+//! (`Retry-After`), are passing by nature and keep their full retries.
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
@@ -62,9 +68,37 @@ pub(crate) enum Failure {
         after: Option<Duration>,
         /// Rate limiting: running out of attempts ends in `ModelError::RateLimited`.
         rate_limited: bool,
+        /// The server's error answer, when it gave one that a repeat would show to be
+        /// deterministic.
+        answer: Option<Answer>,
     },
     /// Retrying will not help.
     Fatal(ModelError),
+}
+
+/// An error answer of the server, compared with the next attempt's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answer {
+    /// The HTTP status; `None` for an error reported inside a stream.
+    pub(crate) status: Option<u16>,
+    /// The whole body (or the stream's error code and message): what must repeat.
+    pub(crate) body: String,
+    /// The server's message, for the error.
+    pub(crate) message: String,
+}
+
+impl Answer {
+    /// The error a repeated answer ends the request with.
+    fn into_error(self) -> ModelError {
+        let message = format!(
+            "{} (the same answer to a retry; not retried again)",
+            self.message
+        );
+        match self.status {
+            Some(status) => ModelError::Http { status, message },
+            None => ModelError::Failed(message),
+        }
+    }
 }
 
 impl Failure {
@@ -74,6 +108,7 @@ impl Failure {
             reason: reason.into(),
             after: None,
             rate_limited: false,
+            answer: None,
         }
     }
 
@@ -106,13 +141,30 @@ where
 {
     let max_attempts = policy.max_attempts.max(1);
     let mut number = 1;
+    let mut previous: Option<Answer> = None;
     loop {
         let failure = match attempt().await {
             Ok(response) => return Ok(response),
             Err(failure) => failure,
         };
+        if let Failure::Retry {
+            answer: Some(answer),
+            ..
+        } = &failure
+            && previous.as_ref() == Some(answer)
+        {
+            return Err(answer.clone().into_error());
+        }
         let (reason, after) = match &failure {
-            Failure::Retry { reason, after, .. } if number < max_attempts => (reason, *after),
+            Failure::Retry {
+                reason,
+                after,
+                answer,
+                ..
+            } if number < max_attempts => {
+                previous = answer.clone();
+                (reason, *after)
+            }
             Failure::Retry { .. } | Failure::Fatal(_) => {
                 return Err(failure.into_final(number));
             }
@@ -149,17 +201,28 @@ const FATAL_CODES: &[&str] = &[
 /// An error the server reported inside a stream (a `response.failed`, an `error` event, an
 /// `error` chunk): rate limits and server errors are retried, request problems are not.
 pub(crate) fn stream_error(code: Option<&str>, message: &str) -> Failure {
+    let answer = |reason: String| Failure::Retry {
+        reason: reason.clone(),
+        after: None,
+        rate_limited: false,
+        answer: Some(Answer {
+            status: None,
+            body: format!("{code:?} {message}"),
+            message: reason,
+        }),
+    };
     match code {
         Some("rate_limit_exceeded") => Failure::Retry {
             reason: format!("rate limited: {message}"),
             after: try_again_in(message),
             rate_limited: true,
+            answer: None,
         },
         Some(code) if FATAL_CODES.contains(&code) || code.starts_with("invalid_") => {
             Failure::Fatal(ModelError::Failed(format!("{code}: {message}")))
         }
-        Some(code) => Failure::retry(format!("the server reported {code}: {message}")),
-        None => Failure::retry(format!("the server reported an error: {message}")),
+        Some(code) => answer(format!("the server reported {code}: {message}")),
+        None => answer(format!("the server reported an error: {message}")),
     }
 }
 

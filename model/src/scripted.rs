@@ -248,6 +248,7 @@ impl ModelClient for ScriptedModel {
             Ok(ModelResponse {
                 items,
                 usage: Some(usage),
+                finish: crate::Finish::Completed,
             })
         })
     }

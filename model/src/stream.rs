@@ -10,6 +10,21 @@ use crate::retry::Failure;
 use crate::sse::{SseEvent, SseParser};
 use crate::{ModelError, ModelEvent, ModelEvents, ModelResponse, chat, responses};
 
+/// The call ids of one response so far: a call a server repeats (again in a final summary,
+/// or twice under one id) is kept, and so run, once.
+#[derive(Debug, Default)]
+pub(crate) struct CallIds(std::collections::HashSet<String>);
+
+impl CallIds {
+    /// False when `item` is a call whose id this response already holds.
+    pub(crate) fn first(&mut self, item: &ResponseItem) -> bool {
+        match item {
+            ResponseItem::FunctionCall { call_id, .. } => self.0.insert(call_id.clone()),
+            _ => true,
+        }
+    }
+}
+
 /// Whether the stream has said all it will.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Progress {

@@ -30,6 +30,15 @@ pub const REVIEW_DEADLINE: Duration =
 pub struct RoleModel {
     pub model: Option<String>,
     pub reasoning_effort: Option<String>,
+    /// The output limit of this role's agents, over the model's and the global one.
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Settings of one configured model (`[models.<name>]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelSettings {
+    /// The output limit of agents on this model, over the global one.
+    pub max_output_tokens: Option<u32>,
 }
 
 /// How one process runs a session.
@@ -75,6 +84,11 @@ pub struct RunConfig {
     /// How the environment of every `exec_command` is built from this process's (secrets and
     /// the provider's key variable left out).
     pub shell_environment: std::sync::Arc<arbor_tools::ShellEnvironment>,
+    /// The most tokens one model response may have, unless a role or model says otherwise.
+    pub max_output_tokens: Option<u32>,
+    /// The configured models by name. When any are, they are the models agents may use: a
+    /// `spawn_agent` naming another is refused.
+    pub models: std::collections::BTreeMap<String, ModelSettings>,
 }
 
 impl RunConfig {
@@ -104,6 +118,78 @@ impl RunConfig {
             role_models: std::collections::BTreeMap::new(),
             budget_tokens: None,
             shell_environment: std::sync::Arc::default(),
+            max_output_tokens: None,
+            models: std::collections::BTreeMap::new(),
         }
+    }
+
+    /// The output limit of an agent of `role` on `model`: the role's (`[roles.<role>]`), else
+    /// the model's (`[models.<model>]`), else the global `max_output_tokens`.
+    pub fn output_limit(&self, role: &str, model: &str) -> Option<u32> {
+        self.role_models
+            .get(role)
+            .and_then(|settings| settings.max_output_tokens)
+            .or_else(|| self.models.get(model).and_then(|m| m.max_output_tokens))
+            .or(self.max_output_tokens)
+    }
+
+    /// The names of the configured models (empty: any name goes).
+    pub fn model_names(&self) -> Vec<&str> {
+        self.models.keys().map(String::as_str).collect()
+    }
+
+    /// Every model this configuration and `roles` name is a configured one (when any are):
+    /// the session's, `[roles.<name>]`'s and the role files'. The error names where the model
+    /// was named, as a role file's field error does.
+    pub fn check_models(&self, roles: &arbor_roles::RoleSet) -> Result<(), String> {
+        let known = self.model_names();
+        arbor_roles::check_model(&self.model, &known).map_err(|message| {
+            format!("model: {message} (the models configured under [models] in config.toml)")
+        })?;
+        for (role, settings) in &self.role_models {
+            if let Some(model) = &settings.model {
+                arbor_roles::check_model(model, &known)
+                    .map_err(|message| format!("config: `roles.{role}.model`: {message}"))?;
+            }
+        }
+        for role in roles.all() {
+            if let (Some(model), arbor_roles::RoleSource::File(path)) = (&role.model, &role.source)
+            {
+                arbor_roles::check_model(model, &known).map_err(|message| {
+                    format!("role file {}: field `model`: {message}", path.display())
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_most_specific_output_limit_wins() {
+        let mut config = RunConfig::new(PathBuf::from("/h"), PathBuf::from("/w"));
+        assert_eq!(config.output_limit("worker", "m"), None);
+        config.max_output_tokens = Some(1000);
+        assert_eq!(config.output_limit("worker", "m"), Some(1000));
+        config.models.insert(
+            "m".into(),
+            ModelSettings {
+                max_output_tokens: Some(2000),
+            },
+        );
+        assert_eq!(config.output_limit("worker", "m"), Some(2000));
+        assert_eq!(config.output_limit("worker", "other"), Some(1000));
+        config.role_models.insert(
+            "worker".into(),
+            RoleModel {
+                max_output_tokens: Some(300),
+                ..RoleModel::default()
+            },
+        );
+        assert_eq!(config.output_limit("worker", "m"), Some(300));
+        assert_eq!(config.output_limit("explorer", "m"), Some(2000));
     }
 }

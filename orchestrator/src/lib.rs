@@ -215,9 +215,18 @@ impl Orchestrator {
 
     /// What the root's sandbox really enforces on this machine (tell the user when nothing).
     pub fn sandbox_status(&self) -> SandboxStatus {
+        // The root's, narrowed by the `default` role as in `root()`.
+        let config = &self.inner.config;
+        let sandbox = match self.inner.roles.get(arbor_roles::DEFAULT_ROLE) {
+            Ok(role) => {
+                let caps = Capabilities::root(config.sandbox, config.approval_policy);
+                caps.narrow_for(role).sandbox
+            }
+            Err(_) => config.sandbox,
+        };
         self.inner
             .approvals
-            .sandbox_status(self.inner.config.sandbox, &self.inner.config.cwd)
+            .sandbox_status(sandbox, &self.inner.config.cwd)
     }
 
     /// The session id (the root thread's id).
@@ -271,7 +280,9 @@ impl Orchestrator {
                         role,
                         model: inner.config.model.clone(),
                         effort: inner.config.reasoning_effort.clone(),
-                        caps,
+                        // A user's `default` role narrows the root as it does any agent of it:
+                        // it may take tools, spawning or sandbox away, never add them.
+                        caps: caps.narrow_for(role),
                         nickname: None,
                         cwd: inner.config.cwd.clone(),
                         internal: false,

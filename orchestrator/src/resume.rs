@@ -248,7 +248,7 @@ fn register(
     let sandbox = SandboxMode::parse(&record.sandbox).unwrap_or(SandboxMode::ReadOnly);
     let mut caps = match parent {
         Some(parent) => parent.identity.caps.narrow_for(&role),
-        None => Capabilities::root(sandbox, inner.config.approval_policy),
+        None => Capabilities::root(sandbox, inner.config.approval_policy).narrow_for(&role),
     };
     caps.sandbox = sandbox;
     let identity = Identity {

@@ -11,6 +11,8 @@ use arbor_protocol::{Event, ResponseItem, RolloutItem, Usage};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+pub mod output_limit;
+
 use crate::agent::Agent;
 use crate::runtime::Inner;
 use crate::tools::{self, Call};
@@ -73,6 +75,8 @@ pub struct Sampled {
     /// Every item of the final response, in order.
     pub items: Vec<ResponseItem>,
     pub usage: Option<Usage>,
+    /// How the response ended (cut at the output limit or not).
+    pub finish: arbor_model::Finish,
     /// How many leading `items` are already recorded (rollout and history).
     pub recorded: usize,
     /// Calls already running, by call id; their `tool.call` events are already out.
@@ -104,6 +108,10 @@ pub async fn sample(
                     done.push(item);
                     if starts {
                         record(agent, &done[recorded..])?;
+                        // What the model wrote before this call is announced before it.
+                        for item in &done[recorded..done.len() - 1] {
+                            announce(inner, agent, item);
+                        }
                         recorded = done.len();
                         if let Some(ResponseItem::FunctionCall { call_id, name, arguments }) = done.last() {
                             let call = Call { call_id: call_id.clone(), name: name.clone(), arguments: arguments.clone() };
@@ -147,6 +155,7 @@ pub async fn sample(
     Ok(Sampled {
         items: response.items,
         usage: response.usage,
+        finish: response.finish,
         recorded,
         early,
     })
@@ -181,6 +190,42 @@ fn cancel_started(agent: &Agent, early: &mut HashMap<String, Started>) -> Result
         });
     }
     record(agent, &outputs)
+}
+
+/// Emits the event of a recorded output item: `agent.message` for text, `tool.call` for a
+/// call (which runs once the response is complete).
+fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
+    match item {
+        ResponseItem::Message { role, content } if role == "assistant" => {
+            if !content.trim().is_empty() {
+                emit_message(inner, agent, content);
+            }
+        }
+        ResponseItem::FunctionCall {
+            call_id,
+            name,
+            arguments,
+        } => emit_call(
+            inner,
+            agent,
+            &Call {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+        ),
+        ResponseItem::Message { .. }
+        | ResponseItem::FunctionCallOutput { .. }
+        | ResponseItem::Reasoning { .. } => {}
+    }
+}
+
+/// Emits `agent.message` for text the model wrote.
+pub fn emit_message(inner: &Inner, agent: &Agent, text: &str) {
+    inner.events.emit(Event::AgentMessage {
+        path: agent.path().clone(),
+        text: text.to_string(),
+    });
 }
 
 /// Emits `tool.call` for a call about to run.

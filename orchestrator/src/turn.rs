@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arbor_model::{AgentIdentity, ModelRequest};
+use arbor_model::{AgentIdentity, Finish, ModelRequest};
 use arbor_protocol::{
     AbortKind, AgentStatus, Event, MailConsumed, ResponseItem, RolloutItem, TurnStarted,
 };
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, TurnSpan};
 use crate::runtime::Inner;
-use crate::sampling;
+use crate::sampling::{self, output_limit};
 use crate::tools::{self, Call};
 use crate::turn_end::{Outcome, finish_turn};
 
@@ -103,6 +103,8 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
 }
 
 async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
+    // Responses cut at the output limit without a call, one after another.
+    let mut cut_in_a_row = 0;
     for _ in 0..inner.config.max_turn_responses {
         if inner.over_budget() {
             let limit = inner.config.budget_tokens.unwrap_or_default();
@@ -149,30 +151,60 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
                 tree_total,
             });
         }
+        // Events in the order the model produced the items; those of the items recorded while
+        // the response streamed are already out.
         let mut calls = Vec::new();
         let mut last_text = None;
-        for item in &response.items {
+        for (at, item) in response.items.iter().enumerate() {
+            let announce = at >= response.recorded;
             match item {
                 ResponseItem::Message { role, content } if role == "assistant" => {
-                    inner.events.emit(Event::AgentMessage {
-                        path: agent.path().clone(),
-                        text: content.clone(),
-                    });
+                    if content.trim().is_empty() {
+                        continue;
+                    }
+                    if announce {
+                        sampling::emit_message(inner, agent, content);
+                    }
                     last_text = Some(content.clone());
                 }
                 ResponseItem::FunctionCall {
                     call_id,
                     name,
                     arguments,
-                } => calls.push(Call {
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                }),
+                } => {
+                    let call = Call {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                    };
+                    if announce && !response.early.contains_key(call_id) {
+                        sampling::emit_call(inner, agent, &call);
+                    }
+                    calls.push(call);
+                }
                 ResponseItem::Message { .. }
                 | ResponseItem::FunctionCallOutput { .. }
                 | ResponseItem::Reasoning { .. } => {}
             }
+        }
+        let cut = response.finish == Finish::OutputLimit;
+        let limit = inner
+            .config
+            .output_limit(&agent.identity.role, &agent.identity.model);
+        cut_in_a_row = if cut && calls.is_empty() {
+            cut_in_a_row + 1
+        } else {
+            0
+        };
+        if cut_in_a_row >= output_limit::MAX_CUT_IN_A_ROW {
+            return Outcome::Aborted(AbortKind::Errored, output_limit::gave_up(limit));
+        }
+        if cut && calls.is_empty() {
+            // Not a final answer: the model is told, and goes on.
+            if let Err(err) = add_note(agent, output_limit::note(limit, false)) {
+                return Outcome::Aborted(AbortKind::Errored, err);
+            }
+            continue;
         }
         if calls.is_empty() {
             let mut state = agent.state();
@@ -186,12 +218,6 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         if last_text.is_some() {
             // A commentary preamble before tool calls is same-turn work: delivery stays open.
             agent.state().mailbox.reopen();
-        }
-        for call in calls
-            .iter()
-            .filter(|c| !response.early.contains_key(&c.call_id))
-        {
-            sampling::emit_call(inner, agent, call);
         }
         let outputs = tools::run_calls(inner, agent, &calls, response.early).await;
         let items: Vec<ResponseItem> = calls
@@ -220,6 +246,9 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
                     output: output.clone(),
                 });
             }
+        }
+        if cut && let Err(err) = add_note(agent, output_limit::note(limit, true)) {
+            return Outcome::Aborted(AbortKind::Errored, err);
         }
     }
     Outcome::Aborted(
@@ -286,6 +315,7 @@ fn build_request(inner: &Inner, agent: &Agent) -> ModelRequest {
         input: agent.state().history.snapshot(),
         tools: tools::specs_for(inner, agent),
         parallel_tool_calls: true,
+        max_output_tokens: inner.config.output_limit(&identity.role, &identity.model),
     }
 }
 
@@ -300,4 +330,18 @@ pub fn cancel_turn(agent: &Agent, reason: &str) -> bool {
         }
         None => false,
     }
+}
+
+/// Adds a note from arbor to the agent's history as a user message (every server takes one
+/// anywhere): rollout first, then history.
+fn add_note(agent: &Agent, text: String) -> Result<(), String> {
+    let note = ResponseItem::Message {
+        role: "user".to_string(),
+        content: text,
+    };
+    agent
+        .record(&[RolloutItem::ResponseItem(note.clone())])
+        .map_err(|err| err.to_string())?;
+    agent.state().history.extend([note]);
+    Ok(())
 }

@@ -39,9 +39,12 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
                 turn,
                 last_message: message.clone(),
             }));
+            // An empty final answer still tells the parent something: that there was none.
+            const NO_ANSWER: &str = "(no answer: the agent ended its turn without a final message)";
+            let text = message.as_deref().filter(|text| !text.trim().is_empty());
             (
                 AgentStatus::Completed(message.clone()),
-                message.clone().unwrap_or_default(),
+                text.unwrap_or(NO_ANSWER).to_string(),
             )
         }
         Outcome::Aborted(kind, reason) => {

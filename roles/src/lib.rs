@@ -53,6 +53,6 @@ pub use file::ROLE_FIELDS;
 pub use nickname::{NICKNAMES, NicknamePool, ordinal, ordinal_suffix};
 pub use role::{
     DEFAULT_ROLE, EXPLORER_ROLE, GUARDIAN_ROLE, REASONING_EFFORTS, Role, RoleSource, SPAWN_TOOL,
-    TOOL_NAMES, WORKER_ROLE,
+    TOOL_NAMES, WORKER_ROLE, check_effort, check_model,
 };
 pub use set::RoleSet;

@@ -141,14 +141,28 @@ pub(crate) fn check_text(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks a reasoning effort against [`REASONING_EFFORTS`].
-pub(crate) fn check_effort(effort: &str) -> Result<(), String> {
+/// Checks a reasoning effort against [`REASONING_EFFORTS`]: the message a role file gets for
+/// its `reasoning_effort` field, and `spawn_agent` for its argument.
+pub fn check_effort(effort: &str) -> Result<(), String> {
     if REASONING_EFFORTS.contains(&effort) {
         return Ok(());
     }
     Err(format!(
         "unknown value `{effort}`, expected one of {}",
         REASONING_EFFORTS.join(", ")
+    ))
+}
+
+/// Checks a model name against the configured models (`[models.<name>]` in `config.toml`);
+/// every name passes when none are configured.
+pub fn check_model<S: AsRef<str>>(model: &str, known: &[S]) -> Result<(), String> {
+    if known.is_empty() || known.iter().any(|k| k.as_ref() == model) {
+        return Ok(());
+    }
+    let names: Vec<&str> = known.iter().map(AsRef::as_ref).collect();
+    Err(format!(
+        "unknown value `{model}`, expected one of {}",
+        names.join(", ")
     ))
 }
 

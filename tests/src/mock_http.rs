@@ -10,7 +10,10 @@
 
 mod streams;
 
-pub use streams::{Output, USAGE, chat_events, responses_events, split_every};
+pub use streams::{
+    Output, USAGE, chat_events, chat_events_cut, responses_events, responses_events_cut,
+    split_every,
+};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;

@@ -239,3 +239,59 @@ async fn a_spent_token_budget_starts_no_new_turn_and_names_who_was_stopped() {
             .is_none_or(|b| b.status != AgentStatus::Completed(Some("b done".into())))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_limits_and_the_model_list_come_from_config_toml() {
+    let ws = Workspace::new();
+    let chat = MockServer::start(|_| Reply::sse(chat_events(&[Output::text("limited")]))).await;
+    let project = ws.project().display().to_string();
+    std::fs::create_dir_all(ws.home()).expect("home");
+    let write = |extra: &str| {
+        std::fs::write(
+            ws.home().join("config.toml"),
+            format!(
+                "provider = \"chat\"\nbase_url = \"{}\"\nmodel = \"local-model\"\n{extra}",
+                chat.base_url()
+            ),
+        )
+        .expect("config");
+    };
+    let exec = |extra: &[&str]| {
+        let mut args: Vec<String> = ["exec", "--cwd", &project].map(String::from).to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push("hi".to_string());
+        run_async(&ws, args, vec![])
+    };
+    write(
+        "max_output_tokens = 200\n[models.local-model]\nmax_output_tokens = 90\n[models.other]\n",
+    );
+    let out = exec(&[]).await.expect("joined");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(chat.requests()[0].body["max_tokens"], 90);
+
+    // A model outside the configured list is refused before anything runs.
+    let out = exec(&["--model", "gpt-9"]).await.expect("joined");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr)
+            .contains("model: unknown value `gpt-9`, expected one of local-model, other"),
+        "{}",
+        text(&out.stderr)
+    );
+    for (extra, expect) in [
+        (
+            "max_output_tokens = 0\n",
+            "`max_output_tokens` must be at least 1",
+        ),
+        (
+            "[roles.worker]\nreasoning_effort = \"default\"\n",
+            "`roles.worker.reasoning_effort`: unknown value `default`",
+        ),
+    ] {
+        write(extra);
+        let out = exec(&[]).await.expect("joined");
+        assert_eq!(out.status.code(), Some(2), "{extra}");
+        assert!(text(&out.stderr).contains(expect), "{}", text(&out.stderr));
+    }
+    assert_eq!(chat.requests().len(), 1);
+}

@@ -20,6 +20,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>) -> ModelRequest {
         input: input.into(),
         tools: tools.into(),
         parallel_tool_calls: false,
+        max_output_tokens: None,
     }
 }
 
@@ -90,7 +91,7 @@ fn the_history_becomes_messages_with_tool_calls_and_tool_results() {
         description: "does a".into(),
         parameters: json!({"type": "object"}),
     }];
-    let body = request_body(&request(input, tools));
+    let body = request_body(&request(input, tools), LimitField::MaxTokens);
     assert_eq!(
         body,
         json!({
@@ -139,6 +140,7 @@ fn content_deltas_and_usage() {
                 cached_input_tokens: 8,
                 output_tokens: 5
             }),
+            finish: Finish::Completed,
         })
     );
 }
@@ -227,9 +229,117 @@ fn errors_in_the_stream_and_bad_finishes() {
         ))
     );
     assert_eq!(
-        decode_text(&sse(&[delta(json!({"content": "cut"})), finish("length")])),
+        decode_text(&sse(&[
+            delta(json!({"content": "hidden"})),
+            finish("content_filter")
+        ])),
         Err(ModelError::Failed(
-            "the response is incomplete (finish_reason length)".into()
+            "the response was filtered (finish_reason content_filter)".into()
         ))
+    );
+}
+
+#[test]
+fn the_output_limit_goes_out_as_the_field_the_server_reads() {
+    let mut limited = request(vec![call("c1", "a", "{}")], Vec::new());
+    limited.max_output_tokens = Some(512);
+    let body = request_body(&limited, LimitField::MaxTokens);
+    assert_eq!(
+        (&body["max_tokens"], body.get("max_completion_tokens")),
+        (&json!(512), None)
+    );
+    let body = request_body(&limited, LimitField::MaxCompletionTokens);
+    assert_eq!(
+        (body.get("max_tokens"), &body["max_completion_tokens"]),
+        (None, &json!(512))
+    );
+    let body = request_body(&request(Vec::new(), Vec::new()), LimitField::MaxTokens);
+    assert!(body.get("max_tokens").is_none(), "{body}");
+    for (url, field) in [
+        ("https://api.openai.com/v1", LimitField::MaxCompletionTokens),
+        (
+            "https://API.OpenAI.com:443/v1/",
+            LimitField::MaxCompletionTokens,
+        ),
+        ("http://127.0.0.1:8080/v1", LimitField::MaxTokens),
+        ("https://openrouter.ai/api/v1", LimitField::MaxTokens),
+        (
+            "https://api.openai.com.example.net/v1",
+            LimitField::MaxTokens,
+        ),
+    ] {
+        assert_eq!(LimitField::for_base_url(url), field, "{url}");
+    }
+}
+
+#[test]
+fn arguments_that_are_not_json_go_back_as_an_object_holding_the_text() {
+    let cut = "{\"cmd\": \"sed -i s/fetch_data/";
+    let body = request_body(
+        &request(vec![call("c1", "exec_command", cut)], Vec::new()),
+        LimitField::MaxTokens,
+    );
+    let sent = body["messages"][1]["tool_calls"][0]["function"]["arguments"]
+        .as_str()
+        .expect("arguments are text");
+    assert_eq!(
+        serde_json::from_str::<Value>(sent).expect("json"),
+        json!({"invalid_json": cut})
+    );
+}
+
+#[test]
+fn calls_are_keyed_by_id_before_index() {
+    // A server that numbers every call 0 but gives each its own id.
+    let text = sse(&[
+        delta(json!({"content": "two calls"})),
+        delta(
+            json!({"tool_calls": [{"index": 0, "id": "call_a", "function": {"name": "a", "arguments": "{\"x\""}}]}),
+        ),
+        delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": ":1}"}}]})),
+        delta(
+            json!({"tool_calls": [{"index": 0, "id": "call_b", "function": {"name": "b", "arguments": "{}"}}]}),
+        ),
+        // The same id again, without an index: it continues call_a, it does not add a call.
+        delta(json!({"tool_calls": [{"id": "call_a", "function": {"arguments": ""}}]})),
+        finish("tool_calls"),
+    ]);
+    assert_eq!(
+        decode_text(&text).expect("decodes").items,
+        [
+            ResponseItem::Message {
+                role: "assistant".into(),
+                content: "two calls".into()
+            },
+            call("call_a", "a", "{\"x\":1}"),
+            call("call_b", "b", "{}"),
+        ]
+    );
+}
+
+#[test]
+fn a_length_finish_keeps_text_and_calls() {
+    let text = sse(&[
+        delta(json!({"content": "renaming"})),
+        delta(
+            json!({"tool_calls": [{"index": 0, "id": "call_a", "function": {"name": "exec_command", "arguments": "{\"cmd\":\"ls\"}"}}]}),
+        ),
+        delta(
+            json!({"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "exec_command", "arguments": "{\"cmd\":\"sed -i s/a/"}}]}),
+        ),
+        finish("length"),
+    ]);
+    let response = decode_text(&text).expect("decodes");
+    assert_eq!(response.finish, Finish::OutputLimit);
+    assert_eq!(
+        response.items,
+        [
+            ResponseItem::Message {
+                role: "assistant".into(),
+                content: "renaming".into()
+            },
+            call("call_a", "exec_command", "{\"cmd\":\"ls\"}"),
+            call("call_b", "exec_command", "{\"cmd\":\"sed -i s/a/"),
+        ]
     );
 }

@@ -3,8 +3,10 @@
 use arbor_protocol::{AgentPath, ThreadId, ToolSpec};
 
 use super::*;
+use crate::sse::SseEvent;
+use crate::stream::Decoder;
 use crate::stream::decode_stream;
-use crate::{AgentIdentity, ProviderKind};
+use crate::{AgentIdentity, Finish, ProviderKind};
 
 fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>) -> ModelRequest {
     ModelRequest {
@@ -20,6 +22,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>)
         input: input.into(),
         tools: tools.into(),
         parallel_tool_calls: true,
+        max_output_tokens: None,
     }
 }
 
@@ -146,6 +149,7 @@ fn a_text_answer_with_usage() {
                 cached_input_tokens: 4,
                 output_tokens: 3
             }),
+            finish: Finish::Completed,
         }
     );
 }
@@ -276,10 +280,10 @@ fn failures_are_classified() {
     );
     assert_eq!(
         decode(&[
-            json!({"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}})
+            json!({"type": "response.incomplete", "response": {"incomplete_details": {"reason": "content_filter"}}})
         ]),
         Err(ModelError::Failed(
-            "the response is incomplete (max_output_tokens)".into()
+            "the response is incomplete (content_filter)".into()
         ))
     );
     assert_eq!(
@@ -301,5 +305,122 @@ fn a_stream_without_completion_or_with_garbage_is_a_transport_failure() {
     assert!(
         matches!(&garbage, Err(ModelError::Transport(m)) if m.starts_with("invalid stream event")),
         "{garbage:?}"
+    );
+}
+
+/// The recorded llama.cpp stream: a message, then a call, no `output_index` anywhere, and the
+/// call listed again in `response.completed`.
+const LLAMA_STREAM: &str = include_str!(
+    "../../../tests/fixtures/llama-server/responses-message-then-call-no-output-index.sse"
+);
+
+#[test]
+fn a_stream_without_output_index_keeps_the_text_and_the_call_once() {
+    let decoded = decode_stream(ProviderKind::OpenAi, [LLAMA_STREAM.as_bytes()]).expect("decodes");
+    let expected = [
+        ResponseItem::Message {
+            role: "assistant".into(),
+            content: "Send this to your parent. Reply with this:\n".into(),
+        },
+        ResponseItem::FunctionCall {
+            call_id: "call_6MoTpS6VmGLRufRYWWHiwhfvA0CaMn5i".into(),
+            name: "exec_command".into(),
+            arguments: "{\"cmd\": \"sed -i s/fetch_data/load_records/g src/reader.py\"}".into(),
+        },
+    ];
+    assert_eq!(decoded.response.items, expected);
+    assert_eq!(decoded.items_reported, 2);
+    assert_eq!(decoded.response.usage.map(|u| u.output_tokens), Some(58));
+}
+
+#[test]
+fn items_are_reported_in_model_order_and_a_repeated_call_once() {
+    let mut decoder = ResponsesDecoder::default();
+    let mut feed = |event: Value| {
+        let mut done = Vec::new();
+        decoder
+            .on_event(
+                SseEvent {
+                    data: event.to_string(),
+                    ..SseEvent::default()
+                },
+                &mut done,
+            )
+            .expect("event");
+        done
+    };
+    let text = json!({"type": "message", "id": "m1", "role": "assistant", "content": [{"type": "output_text", "text": "first"}]});
+    feed(
+        json!({"type": "response.output_item.added", "item": {"type": "message", "id": "m1", "content": []}}),
+    );
+    feed(
+        json!({"type": "response.output_item.added", "item": {"type": "function_call", "id": "fc_c1", "call_id": "c1", "name": "a"}}),
+    );
+    // The call is done first, but the text before it is not: the call waits for it.
+    assert!(
+        feed(json!({"type": "response.output_item.done", "item": call_item("c1", "a", "{}")}))
+            .is_empty()
+    );
+    let done = feed(json!({"type": "response.output_item.done", "item": text}));
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert!(matches!(&done[0], ResponseItem::Message { content, .. } if content == "first"));
+    // The same call again, under another item id: dropped.
+    feed(
+        json!({"type": "response.output_item.added", "item": {"type": "function_call", "id": "f2", "call_id": "c1", "name": "a"}}),
+    );
+    assert!(feed(json!({"type": "response.output_item.done", "item": {"type": "function_call", "id": "f2", "call_id": "c1", "name": "a", "arguments": "{}"}})).is_empty());
+    feed(completed(json!([text, call_item("c1", "a", "{}")])));
+    let response = decoder.finish().expect("complete");
+    assert_eq!(response.items.len(), 2, "{:?}", response.items);
+}
+
+#[test]
+fn an_answer_cut_at_the_output_limit_keeps_its_items() {
+    let response = decode(&[
+        json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "f1", "call_id": "c1", "name": "a", "arguments": ""}}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": call_item("c1", "a", "{\"n\":1}")}),
+        json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "f2", "call_id": "c2", "name": "b", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "f2", "delta": "{\"cmd\": \"ec"}),
+        json!({"type": "response.incomplete", "response": {"status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"}, "output": []}}),
+    ])
+    .expect("decodes");
+    assert_eq!(response.finish, Finish::OutputLimit);
+    assert_eq!(
+        response.items,
+        [
+            ResponseItem::FunctionCall {
+                call_id: "c1".into(),
+                name: "a".into(),
+                arguments: "{\"n\":1}".into()
+            },
+            ResponseItem::FunctionCall {
+                call_id: "c2".into(),
+                name: "b".into(),
+                arguments: "{\"cmd\": \"ec".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn the_limit_and_bad_arguments_in_the_request() {
+    let cut = "{\"cmd\": \"sed -i s/fetch_data/";
+    let mut limited = request(
+        vec![ResponseItem::FunctionCall {
+            call_id: "c1".into(),
+            name: "exec_command".into(),
+            arguments: cut.into(),
+        }],
+        Vec::new(),
+        None,
+    );
+    limited.max_output_tokens = Some(300);
+    let body = request_body(&limited);
+    assert_eq!(body["max_output_tokens"], json!(300));
+    let sent = body["input"][0]["arguments"].as_str().expect("text");
+    assert_eq!(
+        serde_json::from_str::<Value>(sent).expect("json"),
+        json!({"invalid_json": cut})
     );
 }

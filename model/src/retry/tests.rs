@@ -114,6 +114,7 @@ fn retry(reason: &str, rate_limited: bool) -> Failure {
         reason: reason.to_string(),
         after: Some(Duration::from_millis(1)),
         rate_limited,
+        answer: None,
     }
 }
 
@@ -172,4 +173,42 @@ async fn a_fatal_failure_ends_at_once() {
     let (result, events, calls) = run(vec![fatal]).await;
     assert!(matches!(result, Err(ModelError::Http { status: 400, .. })));
     assert_eq!((events.len(), calls), (0, 1));
+}
+
+fn answer(status: Option<u16>, body: &str) -> Failure {
+    Failure::Retry {
+        reason: format!("http 500: {body}"),
+        after: Some(Duration::from_millis(1)),
+        rate_limited: false,
+        answer: Some(Answer {
+            status,
+            body: body.to_string(),
+            message: body.to_string(),
+        }),
+    }
+}
+
+#[tokio::test]
+async fn the_same_error_answer_to_a_retry_ends_the_request() {
+    let same = vec![answer(Some(500), "bad args"), answer(Some(500), "bad args")];
+    let (result, events, calls) = run(same).await;
+    assert_eq!(
+        result,
+        Err(ModelError::Http {
+            status: 500,
+            message: "bad args (the same answer to a retry; not retried again)".to_string()
+        })
+    );
+    assert_eq!((events.len(), calls), (1, 2));
+    let in_stream = vec![answer(None, "oops"), answer(None, "oops")];
+    assert_eq!(
+        run(in_stream).await.0,
+        Err(ModelError::Failed(
+            "oops (the same answer to a retry; not retried again)".to_string()
+        ))
+    );
+    // Different answers, or the same one with another status, are retried as usual.
+    let varying = vec![answer(Some(500), "a"), answer(Some(503), "a")];
+    let (result, _, calls) = run(varying).await;
+    assert_eq!((result, calls), (Ok(ModelResponse::default()), 3));
 }

@@ -29,6 +29,7 @@ pub(super) fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> Model
         input: input.into(),
         tools: Default::default(),
         parallel_tool_calls: true,
+        max_output_tokens: None,
     }
 }
 

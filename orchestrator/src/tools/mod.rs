@@ -79,6 +79,8 @@ pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> St
             "tool `{}` is not available to this agent",
             call.name
         ))
+    } else if let Some(problem) = arbor_model::arguments::problem(&call.arguments) {
+        Err(bad_arguments(&call.name, &problem))
     } else {
         match call.name.as_str() {
             "spawn_agent" => spawn::spawn_agent(inner, agent, &call.arguments).await,
@@ -97,6 +99,17 @@ pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> St
         Ok(output) | Err(output) => output,
     };
     truncate_middle(&text, TOOL_OUTPUT_MAX_BYTES)
+}
+
+/// What the model reads for a call whose arguments are not one JSON object: nothing ran, what
+/// was wrong, and how its call now reads in its history.
+fn bad_arguments(tool: &str, problem: &str) -> String {
+    format!(
+        "{tool} did not run: its arguments must be one JSON object, but {problem}. They stay \
+         in your history as {{\"{key}\": \"<what you wrote>\"}}. Call {tool} again with \
+         complete JSON arguments.",
+        key = arbor_model::arguments::INVALID_JSON_KEY
+    )
 }
 
 /// Parses a tool's arguments, naming the tool in the error.

@@ -86,6 +86,11 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         .map_err(|err| err.to_string())?;
     mail::check_content(&args.message)?;
     let fork = Fork::parse(args.fork_turns.as_deref())?;
+    check_settings(
+        inner,
+        args.model.as_deref(),
+        args.reasoning_effort.as_deref(),
+    )?;
     let configured = inner.config.role_models.get(&role.name);
     let model = args
         .model
@@ -124,6 +129,26 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
     // mail a later sibling sends does not reach a child before its own first task does.
     tokio::task::yield_now().await;
     Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
+}
+
+/// A model and effort the model asked for, checked as a role file's are: a value the server
+/// would refuse for every request of the child is refused here, and no child is made.
+fn check_settings(inner: &Inner, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
+    let invalid = |field: &str, message: String| {
+        format!("invalid arguments for spawn_agent: field `{field}`: {message}")
+    };
+    if let Some(effort) = effort {
+        arbor_roles::check_effort(effort)
+            .map_err(|message| invalid("reasoning_effort", message))?;
+    }
+    if let Some(model) = model {
+        if model.trim().is_empty() {
+            return Err(invalid("model", "must not be empty".to_string()));
+        }
+        arbor_roles::check_model(model, &inner.config.model_names())
+            .map_err(|message| invalid("model", message))?;
+    }
+    Ok(())
 }
 
 /// The parent's last turns as a child sees them: user messages and final answers only.

@@ -101,9 +101,37 @@ pub fn responses_events(outputs: &[Output]) -> Vec<String> {
     events
 }
 
+/// Like [`responses_events`], for a response the output limit cut: it ends with
+/// `response.incomplete` (reason `max_output_tokens`) instead of `response.completed`.
+pub fn responses_events_cut(outputs: &[Output]) -> Vec<String> {
+    let mut events = responses_events(outputs);
+    if let Some(last) = events.pop() {
+        let data = last
+            .split_once("data: ")
+            .map_or("", |(_, data)| data.trim());
+        let mut completed: Value = serde_json::from_str(data).unwrap_or_default();
+        completed["type"] = "response.incomplete".into();
+        completed["response"]["status"] = "incomplete".into();
+        completed["response"]["incomplete_details"] =
+            serde_json::json!({"reason": "max_output_tokens"});
+        events.push(format!("event: response.incomplete\ndata: {completed}\n\n"));
+    }
+    events
+}
+
+/// Like [`chat_events`], for a response the output limit cut: `finish_reason: length`.
+pub fn chat_events_cut(outputs: &[Output]) -> Vec<String> {
+    chat_events_finishing(outputs, Some("length"))
+}
+
 /// The events of a Chat Completions stream that answers with `outputs` (text first, then the
 /// calls): a role chunk, content and tool-call deltas, the finish chunk, usage, `[DONE]`.
 pub fn chat_events(outputs: &[Output]) -> Vec<String> {
+    chat_events_finishing(outputs, None)
+}
+
+/// [`chat_events`] with `finish` as the finish reason (default: `tool_calls` or `stop`).
+fn chat_events_finishing(outputs: &[Output], finish: Option<&str>) -> Vec<String> {
     let chunk = |delta: Value, finish: Value| {
         let data = serde_json::json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
             "created": 1, "model": "mock", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
@@ -137,7 +165,7 @@ pub fn chat_events(outputs: &[Output]) -> Vec<String> {
             }
         }
     }
-    let finish = if calls > 0 { "tool_calls" } else { "stop" };
+    let finish = finish.unwrap_or(if calls > 0 { "tool_calls" } else { "stop" });
     events.push(chunk(serde_json::json!({}), Value::from(finish)));
     let (input, cached, output) = USAGE;
     let usage = serde_json::json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "choices": [],

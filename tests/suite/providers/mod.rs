@@ -1,9 +1,11 @@
 //! The HTTP providers (`openai`: Responses, `chat`: Chat Completions) against local mock
-//! servers: stream framing, tool calls, retries, errors, cancellation, key hygiene, and a full
-//! multi-agent run through the mock Responses server; one module each, with the helpers they
-//! share here.
+//! servers: stream framing, tool calls, retries, errors, cancellation, key hygiene, a full
+//! multi-agent run through the mock Responses server, replays of exchanges recorded with a real
+//! llama.cpp server, and output limits; one module each, with the helpers they share here.
 
 mod errors;
+mod limits;
+mod llama;
 mod multi_agent;
 mod retry;
 mod stream;
@@ -14,7 +16,8 @@ use arbor_model::{
     AgentIdentity, HttpProviderConfig, ModelError, ModelEvent, ModelRequest, ModelResponse,
     ProviderKind, RetryPolicy, build_provider,
 };
-use arbor_protocol::{AgentPath, ResponseItem, ThreadId, ToolSpec, Usage};
+use arbor_orchestrator::{Orchestrator, RunConfig};
+use arbor_protocol::{AgentPath, ApprovalPolicy, Event, ResponseItem, ThreadId, ToolSpec, Usage};
 use arbor_tests::mock_http::{MockServer, Output, USAGE, chat_events, responses_events};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -56,6 +59,7 @@ fn request(input: Vec<ResponseItem>) -> ModelRequest {
             parameters: json!({"type": "object", "properties": {}}),
         }]),
         parallel_tool_calls: true,
+        max_output_tokens: None,
     }
 }
 
@@ -156,4 +160,75 @@ fn tool_calls() -> Vec<Output> {
         ),
         Output::call("call_3", "list_agents", &json!({})),
     ]
+}
+
+/// A session whose root ran on the provider of `kind` against `server` until quiescent.
+struct Run {
+    orch: Orchestrator,
+    /// Every event of the run, in order.
+    events: Vec<Event>,
+    cwd: tempfile::TempDir,
+    _home: tempfile::TempDir,
+}
+
+impl Run {
+    /// Starts a session in temporary dirs (`setup` fills the workspace, `configure` adjusts the
+    /// run), gives the root `prompt` and waits until the tree is quiescent.
+    async fn new(
+        kind: ProviderKind,
+        server: &MockServer,
+        setup: impl FnOnce(&std::path::Path),
+        configure: impl FnOnce(&mut RunConfig),
+        prompt: &str,
+    ) -> Self {
+        let model = build_provider(kind, config(server)).expect("provider");
+        let home = tempfile::TempDir::new().expect("home");
+        let cwd = tempfile::TempDir::new().expect("cwd");
+        setup(cwd.path());
+        let mut run = RunConfig::new(home.path().to_path_buf(), cwd.path().to_path_buf());
+        run.model = "mock-model".to_string();
+        run.approval_policy = ApprovalPolicy::Never;
+        configure(&mut run);
+        let orch = Orchestrator::new(run, model).await.expect("session");
+        let mut receiver = orch.subscribe();
+        orch.start(prompt).await.expect("start");
+        orch.wait_quiescent().await;
+        let mut events = Vec::new();
+        while let Ok(line) = receiver.try_recv() {
+            events.push(line.event);
+        }
+        Self {
+            orch,
+            events,
+            cwd,
+            _home: home,
+        }
+    }
+
+    /// The `(call_id, name)` of every `tool.call` event.
+    fn tool_calls(&self) -> Vec<(String, String)> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::ToolCall { call_id, name, .. } => Some((call_id.clone(), name.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The output of every `tool.result` event.
+    fn tool_outputs(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::ToolResult { output, .. } => Some(output.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The event types of the run, in order.
+    fn types(&self) -> Vec<&'static str> {
+        self.events.iter().map(Event::type_name).collect()
+    }
 }

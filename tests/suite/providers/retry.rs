@@ -90,16 +90,55 @@ async fn running_out_of_attempts() {
         assert_eq!(result, Err(ModelError::RateLimited), "{kind}");
         assert_eq!((retries(&events).len(), server.requests().len()), (2, 3));
 
-        let down = || Reply::json(503, &json!({"error": {"message": "overloaded"}}));
-        let server = MockServer::with_replies(vec![down(), down(), down()]).await;
+        // Answers that differ each time are retried until the attempts run out.
+        let down = |n: u32| {
+            Reply::json(
+                503,
+                &json!({"error": {"message": format!("overloaded ({n})")}}),
+            )
+        };
+        let server = MockServer::with_replies(vec![down(1), down(2), down(3)]).await;
         let (result, _) = respond(kind, config(&server)).await;
         assert_eq!(
             result,
             Err(ModelError::Transport(
-                "http 503: overloaded (gave up after 3 attempts)".to_string()
+                "http 503: overloaded (3) (gave up after 3 attempts)".to_string()
             )),
             "{kind}"
         );
+    }
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried_but_408_409_and_429_are() {
+    for kind in KINDS {
+        for status in [400, 403, 404, 413, 422] {
+            let refused = Reply::json(status, &json!({"error": {"message": "no"}}));
+            let server = MockServer::with_replies(vec![refused]).await;
+            let (result, events) = respond(kind, config(&server)).await;
+            assert_eq!(
+                result,
+                Err(ModelError::Http {
+                    status,
+                    message: "no".to_string()
+                }),
+                "{kind} {status}"
+            );
+            assert_eq!((retries(&events).len(), server.requests().len()), (0, 1));
+        }
+        let outputs = [Output::text("later")];
+        for status in [408, 409, 429] {
+            let busy = Reply::json(status, &json!({"error": {"message": "busy"}}));
+            let ok = Reply::sse([stream_text(kind, &outputs)]);
+            let server = MockServer::with_replies(vec![busy, ok]).await;
+            let (result, _) = respond(kind, config(&server)).await;
+            assert_eq!(
+                result.map(|r| r.items),
+                Ok(items(&outputs)),
+                "{kind} {status}"
+            );
+            assert_eq!(server.requests().len(), 2, "{kind} {status}");
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 mod control;
 mod determinism;
 mod mail;
+mod settings;
 mod spawning;
 
 use arbor_protocol::AgentStatus;
