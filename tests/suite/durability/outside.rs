@@ -271,7 +271,11 @@ fn an_unreadable_rollout_fails_doctor_with_its_path_and_rebuild_rewrites_it() {
     // Readers pass over it: the agent's lines come from the log.
     let read = ws.run(&["log", &session, "/root/w_1"]);
     assert!(read.status.success(), "{}", text(&read.stderr));
-    assert!(text(&read.stdout).contains("w_1: go"), "{}", text(&read.stdout));
+    assert!(
+        text(&read.stdout).contains("w_1: go"),
+        "{}",
+        text(&read.stdout)
+    );
     assert!(
         text(&read.stderr).contains("read from the session log"),
         "{}",
