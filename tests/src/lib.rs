@@ -5,6 +5,7 @@
 mod history;
 pub mod mock_http;
 mod session;
+pub mod tools;
 
 pub use history::{mail_payloads, payload, texts};
 pub use session::Session;
