@@ -1,11 +1,11 @@
 //! One agent: its identity (fixed at spawn), its runtime state, and its handle on the session
 //! log (every line it records is a line of the log, projected into its rollout later).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use arbor_mailbox::Mailbox;
-use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId};
+use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, SessionMeta, ThreadId};
 use arbor_roles::Capabilities;
 use arbor_rollout::log::{LogError, SessionLog};
 use arbor_tools::LiveProcesses;
@@ -13,25 +13,41 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Who an agent is. Never changes after spawn (behaviour §2 "beyond": a revived agent keeps
-/// its own model, effort, role and sandbox).
+/// its own model, effort, role and sandbox). Its rollout header is the identity the store and
+/// the rollout share; the rest is what this process derives from it.
 #[derive(Debug, Clone)]
 pub struct Identity {
-    pub id: ThreadId,
-    pub path: AgentPath,
-    pub parent: Option<ThreadId>,
-    pub depth: u32,
-    pub nickname: Option<String>,
-    pub role: String,
-    pub model: String,
-    pub effort: Option<String>,
+    /// The rollout header: id, path, parent, depth, nickname, role, model, effort, sandbox, cwd.
+    pub meta: SessionMeta,
     pub caps: Capabilities,
-    pub cwd: PathBuf,
     /// The rollout file (written from the session log): what revival replays.
     pub rollout_path: PathBuf,
     /// Role instructions given to the model with every request.
     pub instructions: String,
     /// Internal agents (the guardian) are outside `list_agents`, wait targets and the caps.
     pub internal: bool,
+}
+
+impl Identity {
+    /// The agent's thread id.
+    pub fn id(&self) -> ThreadId {
+        self.meta.thread_id
+    }
+
+    /// The agent's path.
+    pub fn path(&self) -> &AgentPath {
+        &self.meta.path
+    }
+
+    /// The parent's thread id (`None` for the root).
+    pub fn parent(&self) -> Option<ThreadId> {
+        self.meta.parent_id
+    }
+
+    /// The agent's working directory.
+    pub fn cwd(&self) -> &Path {
+        Path::new(&self.meta.cwd)
+    }
 }
 
 /// An agent's model history, shared with the requests made from it: appending copies it only
@@ -201,12 +217,12 @@ impl Agent {
 
     /// The agent's path.
     pub fn path(&self) -> &AgentPath {
-        &self.identity.path
+        self.identity.path()
     }
 
     /// The agent's id.
     pub fn id(&self) -> ThreadId {
-        self.identity.id
+        self.identity.id()
     }
 
     /// Locks the runtime state. Never held across an `.await`.
@@ -222,7 +238,7 @@ impl Agent {
     /// Records items of this agent: lines of the session log, visible to the session at once,
     /// durable with the log's next sync. Returns the log's lsn of the last one.
     pub fn record(&self, items: &[RolloutItem]) -> Result<u64, LogError> {
-        let lsn = self.log.append(self.identity.id, items.iter().cloned())?;
+        let lsn = self.log.append(self.identity.id(), items.iter().cloned())?;
         self.last_recorded
             .fetch_max(lsn, std::sync::atomic::Ordering::AcqRel);
         Ok(lsn)

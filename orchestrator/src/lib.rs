@@ -253,7 +253,7 @@ impl Orchestrator {
             self.inner.events.emit(Event::AgentSpawned {
                 path: AgentPath::root(),
                 nickname: None,
-                role: root.identity.role.clone(),
+                role: root.identity.meta.role.clone(),
                 parent: None,
             });
         }
@@ -459,9 +459,9 @@ fn view(agent: &Agent) -> AgentView {
     AgentView {
         id: agent.id(),
         path: agent.path().clone(),
-        nickname: agent.identity.nickname.clone(),
-        role: agent.identity.role.clone(),
-        model: agent.identity.model.clone(),
+        nickname: agent.identity.meta.nickname.clone(),
+        role: agent.identity.meta.role.clone(),
+        model: agent.identity.meta.model.clone(),
         sandbox: agent.identity.caps.sandbox.as_str().to_string(),
         status: state.status.clone(),
         unread: state.mailbox.unread(),

@@ -69,16 +69,8 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         None => inner.root_token.child_token(),
     };
     let identity = Identity {
-        id,
-        path: new.path.clone(),
-        parent: new.parent.map(|p| p.id()),
-        depth: meta.depth,
-        nickname: new.nickname.clone(),
-        role: new.role.name.clone(),
-        model: new.model,
-        effort: new.effort,
+        meta: meta.clone(),
         caps: new.caps,
-        cwd: new.cwd,
         rollout_path: rollout,
         instructions: instructions_for(new.role),
         internal: new.internal,

@@ -16,7 +16,7 @@ use crate::{OrchestratorError, find_root};
 
 /// The log of the session whose root is `root`.
 pub fn log_path_of(home: &Path, root: &ThreadRecord) -> PathBuf {
-    log::log_path(&home.join(&root.rollout_path), root.id)
+    log::log_path(&home.join(&root.rollout_path), root.id())
 }
 
 /// Writes the session log of a session an earlier arbor made (rollouts and a journal, no log);
@@ -53,7 +53,7 @@ pub fn reconcile(
     if !log_path.exists() {
         match store.thread(session)? {
             // Made by an earlier arbor: its rollouts and journal become its log.
-            Some(root) if root.parent_id.is_none() => {
+            Some(root) if root.parent_id().is_none() => {
                 notices.extend(crate::legacy::convert(home, store, &root, log_path)?);
             }
             _ => {
@@ -84,7 +84,7 @@ pub fn reconcile(
         notices.extend(skipped);
         let mut rollouts = RolloutProjector::new(home);
         for row in state.threads.values() {
-            rollouts.register(row.record.id, Path::new(&row.record.rollout_path));
+            rollouts.register(row.record.id(), Path::new(&row.record.rollout_path));
         }
         rollouts
             .project(&lines)
@@ -134,14 +134,14 @@ impl SessionView {
     /// The view of the session whose root is `root`.
     pub fn of(home: &Path, store: Store, root: ThreadRecord) -> Result<Self, OrchestratorError> {
         let log_path = log_path_of(home, &root);
-        let mut state = store.load_session(root.id)?;
+        let mut state = store.load_session(root.id())?;
         let stored = state.applied;
         let read = log::read_log(&log_path, state.applied.offset)
             .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         for (line, end) in &read.lines {
             state.apply(line, *end);
         }
-        let driven = Lease::holder(home, root.id).is_some();
+        let driven = Lease::holder(home, root.id()).is_some();
         Ok(Self {
             store,
             root,

@@ -40,7 +40,7 @@ impl Projection {
     ) -> std::io::Result<Arc<Self>> {
         let mut rollouts = RolloutProjector::new(home);
         for row in state.threads.values() {
-            rollouts.register(row.record.id, Path::new(&row.record.rollout_path));
+            rollouts.register(row.record.id(), Path::new(&row.record.rollout_path));
         }
         let projection = Arc::new(Self {
             progress: watch::Sender::new(Progress::default()),

@@ -25,7 +25,7 @@ impl Registry {
                 slot.insert(id);
             }
         }
-        if let Some(parent) = agent.identity.parent {
+        if let Some(parent) = agent.identity.parent() {
             self.children.entry(parent).or_default().push(id);
         }
         self.by_id.insert(id, agent);
@@ -57,7 +57,7 @@ impl Registry {
     /// Forgets an agent that was never started (its creation failed).
     pub fn remove(&self, agent: &Agent) {
         self.release_path(agent);
-        if let Some(parent) = agent.identity.parent
+        if let Some(parent) = agent.identity.parent()
             && let Some(mut siblings) = self.children.get_mut(&parent)
         {
             siblings.retain(|id| *id != agent.id());

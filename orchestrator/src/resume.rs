@@ -36,11 +36,13 @@ pub struct ResumeInfo {
 pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, OrchestratorError> {
     if let Ok(id) = ThreadId::parse(session.trim())
         && let Some(thread) = store.thread(id)?
-        && thread.parent_id.is_some()
+        && thread.parent_id().is_some()
     {
         return Err(OrchestratorError::Start(format!(
             "{id} is the agent {} of session {}, not a session; resume the whole tree with `arbor resume {}`",
-            thread.path, thread.session_id, thread.session_id
+            thread.path(),
+            thread.session_id(),
+            thread.session_id()
         )));
     }
     Ok(store.find_session_by_prefix(session)?)
@@ -60,18 +62,18 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     let store = Store::open(&home)?;
     let root = find_root(&store, &session)?;
     // Workspace roles come from the session's own workspace, wherever the user stands now.
-    let workspace = if root.cwd.is_empty() {
+    let workspace = if root.meta.cwd.is_empty() {
         cwd
     } else {
-        PathBuf::from(&root.cwd)
+        PathBuf::from(&root.meta.cwd)
     };
     let roles = RoleSet::load(&home, &workspace)?;
     let policy = arbor_tools::Policy::load(&home, &workspace)?;
     // Probe the kernel's sandbox support here, off the async workers (once per process).
     arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
-    let lease = Lease::acquire(&home, root.id)?;
+    let lease = Lease::acquire(&home, root.id())?;
     let log_path = log_path_of(&home, &root);
-    let reconciled = reconcile(&home, &store, root.id, &log_path)?;
+    let reconciled = reconcile(&home, &store, root.id(), &log_path)?;
     Ok(Loaded {
         store,
         roles,
@@ -96,7 +98,7 @@ impl Orchestrator {
         let loaded = tokio::task::spawn_blocking(move || load(home, cwd, session))
             .await
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
-        config.cwd = PathBuf::from(&loaded.root.cwd);
+        config.cwd = PathBuf::from(&loaded.root.meta.cwd);
         let took_over_from = loaded.lease.took_over_from;
         let Reconciled {
             state,
@@ -115,7 +117,7 @@ impl Orchestrator {
         let inner = Arc::new(Inner::new(
             config,
             Session {
-                id: loaded.root.id,
+                id: loaded.root.id(),
                 log,
                 projection,
                 store: loaded.store,
@@ -131,7 +133,7 @@ impl Orchestrator {
         }
         let registered = register_tree(&inner, &state, &mut notices);
         let root = registered
-            .get(&loaded.root.id)
+            .get(&loaded.root.id())
             .cloned()
             .ok_or_else(|| OrchestratorError::Start("the session's root is missing".into()))?;
         let pending: Vec<_> = state
@@ -189,9 +191,9 @@ fn register_tree(
 ) -> HashMap<ThreadId, Arc<Agent>> {
     let mut registered: HashMap<ThreadId, Arc<Agent>> = HashMap::new();
     let mut rows: Vec<_> = state.threads.values().collect();
-    rows.sort_by_key(|row| (row.record.depth, row.record.id));
+    rows.sort_by_key(|row| (row.record.meta.depth, row.record.id()));
     for row in rows {
-        let parent = match row.record.parent_id {
+        let parent = match row.record.parent_id() {
             None => None,
             Some(id) => match registered.get(&id) {
                 Some(parent) => Some(Arc::clone(parent)),
@@ -202,11 +204,11 @@ fn register_tree(
             continue;
         }
         let mut status = row.reported_status(false);
-        let unread = state.unread(row.record.id).count();
+        let unread = state.unread(row.record.id()).count();
         if status == AgentStatus::PendingInit
             && parent.is_some()
             && unread == 0
-            && row.record.role != arbor_roles::GUARDIAN_ROLE
+            && row.record.meta.role != arbor_roles::GUARDIAN_ROLE
         {
             // Its header reached the log and its task did not (a write cut by a crash): it
             // would wait for a task forever.
@@ -216,8 +218,8 @@ fn register_tree(
         agent
             .state()
             .mailbox
-            .restore(state.unread(row.record.id).cloned());
-        registered.insert(row.record.id, agent);
+            .restore(state.unread(row.record.id()).cloned());
+        registered.insert(row.record.id(), agent);
     }
     registered
 }
@@ -230,13 +232,13 @@ fn register(
     parent: Option<&Arc<Agent>>,
     notices: &mut Vec<String>,
 ) -> Arc<Agent> {
-    let role = match inner.roles.get(&record.role) {
+    let role = match inner.roles.get(&record.meta.role) {
         Ok(role) => role.clone(),
-        Err(_) if record.role == arbor_roles::GUARDIAN_ROLE => inner.roles.guardian().clone(),
+        Err(_) if record.meta.role == arbor_roles::GUARDIAN_ROLE => inner.roles.guardian().clone(),
         Err(_) => {
             notices.push(format!(
                 "{}: role '{}' is no longer defined; it keeps its stored settings with the default role's instructions",
-                record.path, record.role
+                record.path(), record.meta.role
             ));
             inner
                 .roles
@@ -245,39 +247,31 @@ fn register(
                 .unwrap_or_else(|_| inner.roles.guardian().clone())
         }
     };
-    let sandbox = SandboxMode::parse(&record.sandbox).unwrap_or(SandboxMode::ReadOnly);
+    let sandbox = SandboxMode::parse(&record.meta.sandbox).unwrap_or(SandboxMode::ReadOnly);
     let mut caps = match parent {
         Some(parent) => parent.identity.caps.narrow_for(&role),
         None => Capabilities::root(sandbox, inner.config.approval_policy).narrow_for(&role),
     };
     caps.sandbox = sandbox;
     let identity = Identity {
-        id: record.id,
-        path: record.path.clone(),
-        parent: record.parent_id,
-        depth: record.depth,
-        nickname: record.nickname.clone(),
-        role: record.role.clone(),
-        model: record.model.clone(),
-        effort: record.effort.clone(),
+        meta: record.meta.clone(),
         caps,
-        cwd: PathBuf::from(&record.cwd),
         rollout_path: inner.config.home.join(&record.rollout_path),
         instructions: instructions_for(&role),
-        internal: record.role == arbor_roles::GUARDIAN_ROLE,
+        internal: record.meta.role == arbor_roles::GUARDIAN_ROLE,
     };
     let token = match parent {
         Some(parent) => parent.token.child_token(),
         None => inner.root_token.child_token(),
     };
     if status != record.status {
-        inner.persist_status_id(record.id, &status);
+        inner.persist_status_id(record.id(), &status);
     }
     let agent = Agent::new(identity, token, status.clone(), inner.log.clone());
     if let AgentStatus::Completed(message) = status {
         agent.state().last_message = message;
     }
-    if let Some(nickname) = &record.nickname {
+    if let Some(nickname) = &record.meta.nickname {
         inner.mark_nickname_used(&role, nickname);
     }
     inner.registry.insert(Arc::clone(&agent));

@@ -190,7 +190,7 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         let cut = response.finish == Finish::OutputLimit;
         let limit = inner
             .config
-            .output_limit(&agent.identity.role, &agent.identity.model);
+            .output_limit(&agent.identity.meta.role, &agent.identity.meta.model);
         cut_in_a_row = if cut && calls.is_empty() {
             cut_in_a_row + 1
         } else {
@@ -304,18 +304,20 @@ fn build_request(inner: &Inner, agent: &Agent) -> ModelRequest {
     let identity = &agent.identity;
     ModelRequest {
         agent: AgentIdentity {
-            thread_id: identity.id,
-            path: identity.path.clone(),
-            nickname: identity.nickname.clone(),
-            role: identity.role.clone(),
+            thread_id: identity.id(),
+            path: identity.path().clone(),
+            nickname: identity.meta.nickname.clone(),
+            role: identity.meta.role.clone(),
         },
-        model: identity.model.clone(),
-        reasoning_effort: identity.effort.clone(),
+        model: identity.meta.model.clone(),
+        reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),
         input: agent.state().history.snapshot(),
         tools: tools::specs_for(inner, agent),
         parallel_tool_calls: true,
-        max_output_tokens: inner.config.output_limit(&identity.role, &identity.model),
+        max_output_tokens: inner
+            .config
+            .output_limit(&identity.meta.role, &identity.meta.model),
     }
 }
 

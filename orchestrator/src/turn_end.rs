@@ -124,7 +124,11 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
 /// Work of `agent` that counted as busy is over: the wakes it may have held back, then one
 /// busy unit fewer.
 pub fn settled(inner: &Arc<Inner>, agent: &Arc<Agent>) {
-    if let Some(parent) = agent.identity.parent.and_then(|id| inner.registry.get(id)) {
+    if let Some(parent) = agent
+        .identity
+        .parent()
+        .and_then(|id| inner.registry.get(id))
+    {
         maybe_wake_once(inner, &parent);
     }
     maybe_wake_once(inner, agent);
@@ -139,7 +143,7 @@ fn result_mail(inner: &Inner, agent: &Agent, text: &str) -> Option<(Arc<Agent>, 
     }
     let parent = agent
         .identity
-        .parent
+        .parent()
         .and_then(|id| inner.registry.get(id))?;
     if parent.state().closed {
         return None;

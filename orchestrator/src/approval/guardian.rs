@@ -79,11 +79,11 @@ async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
             model: role
                 .model
                 .clone()
-                .unwrap_or_else(|| root.identity.model.clone()),
+                .unwrap_or_else(|| root.identity.meta.model.clone()),
             effort: role.reasoning_effort.clone(),
             caps: root.identity.caps.narrow_for(role),
             nickname: None,
-            cwd: root.identity.cwd.clone(),
+            cwd: root.identity.cwd().to_path_buf(),
             internal: true,
             stamp: None,
             history: Vec::new(),

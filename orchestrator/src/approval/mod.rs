@@ -178,7 +178,7 @@ pub async fn gate_exec(
     let caps = &agent.identity.caps;
     let escalated = args.permissions() == SandboxPermissions::RequireEscalated;
     let evaluation = approvals.policy.evaluate(&args.cmd);
-    let sandboxed: Arc<dyn Launcher> = approvals.launcher(caps.sandbox, &agent.identity.cwd);
+    let sandboxed: Arc<dyn Launcher> = approvals.launcher(caps.sandbox, agent.identity.cwd());
     let mut need = need::assess(&evaluation, caps.approval_policy, escalated);
     if caps.approval_policy == ApprovalPolicy::Untrusted && need == need::Need::Run {
         need = untrusted_git(&evaluation, workdir).await;

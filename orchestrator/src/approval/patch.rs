@@ -25,7 +25,7 @@ pub async fn gate_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, patch: &str) -> 
         return Ok(());
     };
     let evaluation = inner.approvals.policy.evaluate_patch(&paths);
-    let cwd = &agent.identity.cwd;
+    let cwd = agent.identity.cwd();
     let request = |reason: &str| Request {
         id: ThreadId::new().to_string(),
         action: need::patch_action(patch, &paths, cwd, caps.sandbox, reason),

@@ -49,8 +49,8 @@ pub fn list_agents(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> 
             let mut entry = json!({
                 "agent_name": agent.path().as_str(),
                 "agent_status": state.status,
-                "nickname": agent.identity.nickname,
-                "role": agent.identity.role,
+                "nickname": agent.identity.meta.nickname,
+                "role": agent.identity.meta.role,
                 "resident": agent.is_resident(),
                 "unread": state.mailbox.unread(),
             });
@@ -70,7 +70,10 @@ fn behind_closed_edge(inner: &Inner, agent: &Arc<Agent>) -> bool {
         if agent.state().closed {
             return true;
         }
-        current = agent.identity.parent.and_then(|id| inner.registry.get(id));
+        current = agent
+            .identity
+            .parent()
+            .and_then(|id| inner.registry.get(id));
     }
     false
 }

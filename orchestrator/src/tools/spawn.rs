@@ -67,10 +67,10 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
     if !caller.identity.caps.can_spawn {
         return Err(format!(
             "role '{}' cannot spawn agents",
-            caller.identity.role
+            caller.identity.meta.role
         ));
     }
-    let depth = caller.identity.depth + 1;
+    let depth = caller.identity.meta.depth + 1;
     if depth > inner.config.max_depth {
         return Err(format!(
             "agent depth limit reached: max depth is {}",
@@ -96,12 +96,12 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         .model
         .or_else(|| configured.and_then(|c| c.model.clone()))
         .or_else(|| role.model.clone())
-        .unwrap_or_else(|| caller.identity.model.clone());
+        .unwrap_or_else(|| caller.identity.meta.model.clone());
     let effort = args
         .reasoning_effort
         .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
         .or_else(|| role.reasoning_effort.clone())
-        .or_else(|| caller.identity.effort.clone());
+        .or_else(|| caller.identity.meta.effort.clone());
     let nickname = inner.draw_nickname(role);
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
     let child = create_agent(
@@ -115,7 +115,7 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
             effort,
             caps: caller.identity.caps.narrow_for(role),
             nickname: Some(nickname.clone()),
-            cwd: caller.identity.cwd.clone(),
+            cwd: caller.identity.cwd().to_path_buf(),
             internal: false,
             stamp: None,
             history: forked_history(caller, fork),

@@ -17,7 +17,7 @@ use crate::runtime::Inner;
 
 pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args = ExecArgs::parse(arguments).map_err(|err| err.to_string())?;
-    let request = ExecRequest::from_args(&args, &agent.identity.cwd, &ExecConfig::default())
+    let request = ExecRequest::from_args(&args, agent.identity.cwd(), &ExecConfig::default())
         .map_err(|err| err.to_string())?;
     let launcher = approval::gate_exec(inner, agent, &args, &request.workdir).await?;
     durable_now(inner).await?;
@@ -36,7 +36,7 @@ struct PatchArgs {
 
 pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
-    let cwd = agent.identity.cwd.clone();
+    let cwd = agent.identity.cwd().to_path_buf();
     let mode = agent.identity.caps.sandbox;
     // A patch passes its own approval gate (`untrusted` asks for it) before it is applied.
     approval::gate_patch(inner, agent, &args.patch).await?;
