@@ -174,7 +174,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
-    let target = orch.agent(&mail.recipient);
+    let target = orch.agent(&mail.recipient).await;
     let status = target.map_or(AgentStatus::NotFound, |agent| agent.status);
     match status {
         AgentStatus::Completed(answer) => {

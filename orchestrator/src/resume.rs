@@ -10,15 +10,16 @@ use std::sync::Arc;
 
 use arbor_agent_graph::{EdgeStatus, SessionState, Store, ThreadRecord};
 use arbor_model::ModelClient;
-use arbor_protocol::{AgentStatus, SandboxMode, ThreadId};
-use arbor_roles::{Capabilities, RoleSet};
+use arbor_protocol::{AgentStatus, RolloutItem, SandboxMode, StatusChanged, ThreadId};
+use arbor_roles::{Capabilities, Role, RoleSet};
 use arbor_rollout::log::SessionLog;
 
 use crate::agent::{Agent, Identity};
+use crate::ctx::{Ctx, SessionFiles};
 use crate::lifecycle::instructions_for;
 use crate::open::{Reconciled, log_path_of, reconcile};
 use crate::projection::Projection;
-use crate::runtime::{Inner, Session};
+use crate::session::core::{Input, Registration};
 use crate::{Lease, Orchestrator, OrchestratorError, RunConfig};
 
 /// What a resume found.
@@ -114,24 +115,27 @@ impl Orchestrator {
             outlets.synced,
         )
         .map_err(|err| OrchestratorError::Start(err.to_string()))?;
-        let inner = Arc::new(Inner::new(
+        let files = SessionFiles {
+            id: loaded.root.id(),
+            log,
+            projection,
+            store: loaded.store,
+        };
+        let orch = Orchestrator::assemble(
             config,
-            Session {
-                id: loaded.root.id(),
-                log,
-                projection,
-                store: loaded.store,
-            },
+            files,
             model,
             loaded.roles,
             loaded.policy,
-        ));
+            loaded.lease,
+            outlets.external,
+        );
         if let Some(pid) = took_over_from {
             notices.push(format!(
                 "took over the lease of process {pid}, which is gone"
             ));
         }
-        let registered = register_tree(&inner, &state, &mut notices);
+        let registered = register_tree(&orch.ctx, &state, &mut notices);
         let root = registered
             .get(&loaded.root.id())
             .cloned()
@@ -154,8 +158,10 @@ impl Orchestrator {
             took_over_from,
             notices,
         };
-        crate::approval::restore(&inner, &state, pending);
-        let orch = Orchestrator::assemble(inner, loaded.lease, Some(root), outlets.external);
+        // Every agent is registered with the session before anything addresses one.
+        orch.ctx.session.ask(|ticket| Input::Sync { ticket }).await;
+        crate::approval::restore(&orch.ctx, &state, pending);
+        orch.set_root(root);
         Ok((orch, info))
     }
 
@@ -163,19 +169,7 @@ impl Orchestrator {
     /// a turn (a spawn's task, a follow-up) are started, within the running cap, and idle
     /// parents owed a wake-once get it (the root only when a process drives it).
     pub fn finish_owed(&self) {
-        let inner = &self.inner;
-        for agent in inner.registry.all() {
-            let owed = {
-                let state = agent.state();
-                !state.closed && state.mailbox.pending().any(|mail| mail.trigger_turn)
-            };
-            if owed && !agent.identity.internal {
-                inner.request_turn(&agent);
-            }
-        }
-        for agent in inner.registry.all() {
-            crate::turn_end::maybe_wake_once(inner, &agent);
-        }
+        self.ctx.session.send(Input::FinishOwed);
     }
 }
 
@@ -185,7 +179,7 @@ pub const LOST_TASK: &str =
 
 /// Registers the agents reachable from the root through open edges, parents first.
 fn register_tree(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     state: &SessionState,
     notices: &mut Vec<String>,
 ) -> HashMap<ThreadId, Arc<Agent>> {
@@ -204,76 +198,84 @@ fn register_tree(
             continue;
         }
         let mut status = row.reported_status(false);
-        let unread = state.unread(row.record.id()).count();
+        let unread: Vec<_> = state.unread(row.record.id()).cloned().collect();
         if status == AgentStatus::PendingInit
             && parent.is_some()
-            && unread == 0
+            && unread.is_empty()
             && row.record.meta.role != arbor_roles::GUARDIAN_ROLE
         {
             // Its header reached the log and its task did not (a write cut by a crash): it
             // would wait for a task forever.
             status = AgentStatus::Errored(LOST_TASK.to_string());
         }
-        let agent = register(inner, &row.record, status, parent.as_ref(), notices);
-        agent
-            .state()
-            .mailbox
-            .restore(state.unread(row.record.id()).cloned());
+        let (agent, role) = handle_of(ctx, &row.record, parent.as_ref(), notices);
+        if status != row.record.status {
+            // A status the last run left active (or a lost task) is recorded as it is now.
+            let line = RolloutItem::Status(StatusChanged {
+                status: status.clone(),
+            });
+            if let Err(err) = ctx.log.append(row.record.id(), [line]) {
+                tracing::error!(error = %err, "status not recorded");
+            }
+        }
+        let last_message = match &status {
+            AgentStatus::Completed(message) => message.clone(),
+            _ => None,
+        };
+        let registration = Registration {
+            id: row.record.id(),
+            path: row.record.path().clone(),
+            parent: row.record.parent_id(),
+            internal: agent.identity.internal,
+            status,
+            fresh: false,
+            unread,
+            last_message,
+            ticket: None,
+        };
+        ctx.session.restore(Arc::clone(&agent), role, registration);
         registered.insert(row.record.id(), agent);
     }
     registered
 }
 
-/// Registers one stored agent (not resident), recording a status the last run left active.
-fn register(
-    inner: &Arc<Inner>,
+/// The handle of one stored agent (not resident), and the role it runs as now.
+fn handle_of(
+    ctx: &Ctx,
     record: &ThreadRecord,
-    status: AgentStatus,
     parent: Option<&Arc<Agent>>,
     notices: &mut Vec<String>,
-) -> Arc<Agent> {
-    let role = match inner.roles.get(&record.meta.role) {
+) -> (Arc<Agent>, Role) {
+    let role = match ctx.roles.get(&record.meta.role) {
         Ok(role) => role.clone(),
-        Err(_) if record.meta.role == arbor_roles::GUARDIAN_ROLE => inner.roles.guardian().clone(),
+        Err(_) if record.meta.role == arbor_roles::GUARDIAN_ROLE => ctx.roles.guardian().clone(),
         Err(_) => {
             notices.push(format!(
                 "{}: role '{}' is no longer defined; it keeps its stored settings with the default role's instructions",
                 record.path(), record.meta.role
             ));
-            inner
-                .roles
+            ctx.roles
                 .get(arbor_roles::DEFAULT_ROLE)
                 .cloned()
-                .unwrap_or_else(|_| inner.roles.guardian().clone())
+                .unwrap_or_else(|_| ctx.roles.guardian().clone())
         }
     };
     let sandbox = SandboxMode::parse(&record.meta.sandbox).unwrap_or(SandboxMode::ReadOnly);
     let mut caps = match parent {
         Some(parent) => parent.identity.caps.narrow_for(&role),
-        None => Capabilities::root(sandbox, inner.config.approval_policy).narrow_for(&role),
+        None => Capabilities::root(sandbox, ctx.config.approval_policy).narrow_for(&role),
     };
     caps.sandbox = sandbox;
     let identity = Identity {
         meta: record.meta.clone(),
         caps,
-        rollout_path: inner.config.home.join(&record.rollout_path),
+        rollout_path: ctx.config.home.join(&record.rollout_path),
         instructions: instructions_for(&role),
         internal: record.meta.role == arbor_roles::GUARDIAN_ROLE,
     };
     let token = match parent {
         Some(parent) => parent.token.child_token(),
-        None => inner.root_token.child_token(),
+        None => ctx.root_token.child_token(),
     };
-    if status != record.status {
-        inner.persist_status_id(record.id(), &status);
-    }
-    let agent = Agent::new(identity, token, status.clone(), inner.log.clone());
-    if let AgentStatus::Completed(message) = status {
-        agent.state().last_message = message;
-    }
-    if let Some(nickname) = &record.meta.nickname {
-        inner.mark_nickname_used(&role, nickname);
-    }
-    inner.registry.insert(Arc::clone(&agent));
-    agent
+    (Agent::new(identity, token, ctx.log.clone()), role)
 }

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 pub mod output_limit;
 
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 use crate::tools::{self, Call};
 
 /// A running call that is stopped when its handle is dropped (a cut turn stops it).
@@ -89,7 +89,7 @@ pub const CANCELLED_BY_RETRY: &str =
 
 /// Streams one response for `agent`.
 pub async fn sample(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &ModelRequest,
 ) -> Result<Sampled, SampleFailure> {
@@ -172,7 +172,7 @@ fn record(agent: &Agent, items: &[ResponseItem]) -> Result<(), String> {
         .map(RolloutItem::ResponseItem)
         .collect();
     agent.record(&lines).map_err(|err| err.to_string())?;
-    agent.state().history.extend(items.iter().cloned());
+    agent.runtime().history.extend(items.iter().cloned());
     Ok(())
 }
 
@@ -194,7 +194,7 @@ fn cancel_started(agent: &Agent, early: &mut HashMap<String, Started>) -> Result
 
 /// Emits the event of a recorded output item: `agent.message` for text, `tool.call` for a
 /// call (which runs once the response is complete).
-fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
+fn announce(inner: &Ctx, agent: &Agent, item: &ResponseItem) {
     match item {
         ResponseItem::Message { role, content } if role == "assistant" => {
             if !content.trim().is_empty() {
@@ -221,7 +221,7 @@ fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
 }
 
 /// Emits `agent.message` for text the model wrote.
-pub fn emit_message(inner: &Inner, agent: &Agent, text: &str) {
+pub fn emit_message(inner: &Ctx, agent: &Agent, text: &str) {
     inner.events.emit(Event::AgentMessage {
         path: agent.path().clone(),
         text: text.to_string(),
@@ -229,7 +229,7 @@ pub fn emit_message(inner: &Inner, agent: &Agent, text: &str) {
 }
 
 /// Emits `tool.call` for a call about to run.
-pub fn emit_call(inner: &Inner, agent: &Agent, call: &Call) {
+pub fn emit_call(inner: &Ctx, agent: &Agent, call: &Call) {
     inner.events.emit(Event::ToolCall {
         path: agent.path().clone(),
         call_id: call.call_id.clone(),

@@ -1,18 +1,17 @@
 //! The session's approval broker: how a request and its decision are recorded (lines of the
 //! requester in the session log, the driver's ledger, events) and how the requester's status
-//! follows. The driver decides every request of the session it drives, whoever answers (the
+//! follows (the session sets it). The driver decides every request of the session it drives, whoever answers (the
 //! terminal, the guardian, the approval wait, another process through the log), so the first
 //! decision line of a request is the decision.
 
 use arbor_agent_graph::{ApprovalOutcome, DecidedBy, OverrideKey};
-use arbor_protocol::{
-    AgentStatus, ApprovalDecided, ApprovalRequested, Event, OverrideUsed, RolloutItem,
-};
+use arbor_protocol::{ApprovalDecided, ApprovalRequested, Event, OverrideUsed, RolloutItem};
 use serde_json::Value;
 
 use super::ledger::Known;
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
+use crate::session::core::Input;
 
 /// One approval request of an `exec_command` call.
 #[derive(Debug, Clone)]
@@ -104,7 +103,7 @@ pub fn decided_line(id: &str, settled: &Settled) -> RolloutItem {
     })
 }
 
-fn announce_request(inner: &Inner, agent: &Agent, request: &Request) {
+fn announce_request(inner: &Ctx, agent: &Agent, request: &Request) {
     inner.events.emit(Event::ApprovalRequested {
         id: request.id.clone(),
         path: agent.path().clone(),
@@ -113,7 +112,7 @@ fn announce_request(inner: &Inner, agent: &Agent, request: &Request) {
 }
 
 /// Emits `approval.decided`.
-pub fn announce_decision(inner: &Inner, id: &str, settled: &Settled) {
+pub fn announce_decision(inner: &Ctx, id: &str, settled: &Settled) {
     inner.events.emit(Event::ApprovalDecided {
         id: id.to_string(),
         outcome: settled.outcome.as_str().to_string(),
@@ -142,7 +141,7 @@ fn record(agent: &Agent, lines: &[RolloutItem]) -> Result<(), String> {
 /// Records a request that is decided as it is made (policy, session cache): both lines, then
 /// both events.
 pub async fn record_settled(
-    inner: &Inner,
+    inner: &Ctx,
     agent: &Agent,
     request: &Request,
     settled: &Settled,
@@ -166,7 +165,7 @@ pub async fn record_settled(
 /// otherwise it is recorded pending and the requester marked `awaiting_approval` (its event
 /// follows `approval.requested`), and `None` is returned.
 pub async fn open(
-    inner: &Inner,
+    inner: &Ctx,
     agent: &Agent,
     request: &Request,
     settled: Option<Settled>,
@@ -194,12 +193,11 @@ pub async fn open(
             .approvals
             .ledger()
             .insert(&request.id, known(agent, request, None));
-        let status = stage_status(agent, Step::Open);
         announce_request(inner, agent, request);
-        if let Some(status) = status {
-            inner.persist_status(agent, &status);
-            announce_status(inner, agent, status);
-        }
+        // The session makes the requester `awaiting_approval` (its event follows this one).
+        inner
+            .session
+            .send(Input::ApprovalOpened { agent: agent.id() });
         return Ok(None);
     };
     lines.push(decided_line(&request.id, &decided));
@@ -215,8 +213,7 @@ pub async fn open(
 
 /// Decides a pending request with `settled`: its line, the event, and the requester back to
 /// `running` (its event follows `approval.decided`).
-pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Settled) -> Settled {
-    let status = stage_status(agent, Step::Close);
+pub async fn close(inner: &Ctx, agent: &Agent, request: &Request, settled: Settled) -> Settled {
     if let Err(err) = agent.record(&[decided_line(&request.id, &settled)]) {
         tracing::error!(path = %agent.path(), error = %err, "approval decision not recorded");
     }
@@ -225,10 +222,10 @@ pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Set
         .ledger()
         .decide(&request.id, settled.outcome, settled.decided_by);
     announce_decision(inner, &request.id, &settled);
-    if let Some(status) = status {
-        inner.persist_status(agent, &status);
-        announce_status(inner, agent, status);
-    }
+    // The session makes the requester `running` again (its event follows this one).
+    inner
+        .session
+        .send(Input::ApprovalClosed { agent: agent.id() });
     settled
 }
 
@@ -240,42 +237,4 @@ pub fn override_line(id: &str, key: &OverrideKey) -> RolloutItem {
         cwd: key.cwd.clone(),
         escalated: key.escalated,
     })
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Step {
-    Open,
-    Close,
-}
-
-/// Counts the agent's open requests; on the first opened (the last closed) sets its status in
-/// memory and returns it, to be written and announced by the caller.
-fn stage_status(agent: &Agent, step: Step) -> Option<AgentStatus> {
-    let mut state = agent.state();
-    let status = match step {
-        Step::Open => {
-            state.approvals_open += 1;
-            if state.approvals_open != 1 {
-                return None;
-            }
-            AgentStatus::AwaitingApproval
-        }
-        Step::Close => {
-            state.approvals_open = state.approvals_open.saturating_sub(1);
-            if state.approvals_open != 0 || state.status != AgentStatus::AwaitingApproval {
-                return None;
-            }
-            AgentStatus::Running
-        }
-    };
-    state.status = status.clone();
-    Some(status)
-}
-
-fn announce_status(inner: &Inner, agent: &Agent, status: AgentStatus) {
-    inner.events.emit(Event::AgentStatus {
-        path: agent.path().clone(),
-        status,
-    });
-    inner.bump();
 }

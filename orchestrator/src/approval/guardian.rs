@@ -11,10 +11,10 @@ use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId
 
 use super::broker::Request;
 use crate::agent::Agent;
-use crate::lifecycle::{NewAgent, create_agent};
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
+use crate::session::SpawnSpec;
+use crate::session::core::Input;
 use crate::tools::spawn::GUARDIAN_NAME;
-use crate::turn::cancel_turn;
 
 /// Why a guardian turn is cancelled when its deadline passes.
 const TIMED_OUT: &str = "review timed out";
@@ -22,7 +22,7 @@ const TIMED_OUT: &str = "review timed out";
 /// Reviews `request` of `requester` with the guardian: the decision and the tokens it cost.
 /// Reviews are serialised through the one guardian.
 pub async fn review(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     requester: &Arc<Agent>,
     request: &Request,
 ) -> (Decision, Option<u64>) {
@@ -36,10 +36,10 @@ pub async fn review(
         requester: requester.path().clone(),
         justification: request.justification.clone(),
         root_task: root_task(inner).await,
-        transcript: requester.state().history.to_vec(),
+        transcript: requester.runtime().history.to_vec(),
     }
     .render(&Budgets::default());
-    let tokens_before = used_tokens(&guardian);
+    let tokens_before = used_tokens(inner, &guardian).await;
     let mut input = Some(text);
     let mut retries = 0;
     let result = loop {
@@ -51,13 +51,15 @@ pub async fn review(
             Err(failure) => break Err(failure),
         }
     };
-    let tokens = used_tokens(&guardian).saturating_sub(tokens_before);
+    let tokens = used_tokens(inner, &guardian)
+        .await
+        .saturating_sub(tokens_before);
     (decide(result), Some(tokens))
 }
 
 /// The guardian, created on first use. Its role is the session's `guardian` role; it inherits
 /// the root's cwd and narrows the root's capabilities (read-only, no spawning).
-async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
+async fn ensure_guardian(inner: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
     let path = AgentPath::root()
         .join(GUARDIAN_NAME)
         .map_err(|err| err.to_string())?;
@@ -69,87 +71,86 @@ async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
         .open_at(&AgentPath::root())
         .ok_or("the session has no root")?;
     let role = inner.roles.guardian();
-    create_agent(
-        inner,
-        NewAgent {
+    let spawned = inner
+        .session
+        .spawn(SpawnSpec {
             id: ThreadId::new(),
             path,
-            parent: Some(&root),
-            role,
+            parent: Some(Arc::clone(&root)),
+            role: role.clone(),
             model: role
                 .model
                 .clone()
                 .unwrap_or_else(|| root.identity.meta.model.clone()),
             effort: role.reasoning_effort.clone(),
             caps: root.identity.caps.narrow_for(role),
-            nickname: None,
+            nickname: false,
             cwd: root.identity.cwd().to_path_buf(),
             internal: true,
             stamp: None,
             history: Vec::new(),
             task: None,
-        },
-    )
-    .await
+        })
+        .await?;
+    Ok(spawned.agent)
 }
 
 /// One guardian turn on `input` (none: answer the history as it stands), bounded by `deadline`:
 /// its final answer, or why there is none.
 async fn attempt(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     guardian: &Arc<Agent>,
     input: Option<String>,
     deadline: Duration,
 ) -> Result<String, ReviewFailure> {
     // A turn left over from a review whose requester stopped waiting ends first.
-    wait_idle(inner, guardian).await;
-    let before = {
-        let mut state = guardian.state();
-        if let Some(content) = input {
-            state.pending_input.push(ResponseItem::Message {
-                role: "user".to_string(),
-                content,
-            });
-        }
-        state.turn_no
-    };
-    inner.request_turn(guardian);
+    let before = inner
+        .session
+        .idle(guardian.id())
+        .await
+        .ok_or_else(|| ReviewFailure::ReviewerError("the session stopped".into()))?
+        .turns_started;
+    let items = input
+        .map(|content| ResponseItem::Message {
+            role: "user".to_string(),
+            content,
+        })
+        .into_iter()
+        .collect();
+    inner.session.send(Input::Prompt {
+        agent: guardian.id(),
+        items,
+    });
     match tokio::time::timeout(deadline, turn_end(inner, guardian, before)).await {
         Ok(result) => result,
         Err(_) => {
-            stop_turn(inner, guardian).await;
+            // The turn stops, and is over before the next review begins.
+            inner.session.interrupt(guardian.id(), TIMED_OUT).await;
+            inner.session.idle(guardian.id()).await;
             Err(ReviewFailure::Timeout)
         }
     }
 }
 
-/// Waits until the guardian's turn after `before` has ended and reads its result.
-async fn turn_end(inner: &Inner, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
-    let mut changes = inner.changed.subscribe();
-    loop {
-        changes.borrow_and_update();
-        {
-            let state = guardian.state();
-            if !state.active() {
-                if state.turn_no == before {
-                    return Err(ReviewFailure::ReviewerError(
-                        "the guardian's turn did not start (the session is stopping)".into(),
-                    ));
-                }
-                return match &state.status {
-                    AgentStatus::Completed(answer) => Ok(answer.clone().unwrap_or_default()),
-                    AgentStatus::Errored(reason) => {
-                        Err(classify(state.last_model_error.as_ref(), reason))
-                    }
-                    other => Err(ReviewFailure::ReviewerError(format!(
-                        "the guardian's turn ended {other}"
-                    ))),
-                };
-            }
+/// Waits until the guardian's turn after the `before`th has ended and reads its result.
+async fn turn_end(inner: &Ctx, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
+    let Some(ended) = inner.session.idle(guardian.id()).await else {
+        return Err(ReviewFailure::ReviewerError("the session stopped".into()));
+    };
+    if ended.turns_started == before {
+        return Err(ReviewFailure::ReviewerError(
+            "the guardian's turn did not start (the session is stopping)".into(),
+        ));
+    }
+    match &ended.status {
+        AgentStatus::Completed(answer) => Ok(answer.clone().unwrap_or_default()),
+        AgentStatus::Errored(reason) => {
+            let error = guardian.runtime().last_model_error.clone();
+            Err(classify(error.as_ref(), reason))
         }
-        if changes.changed().await.is_err() {
-            return Err(ReviewFailure::ReviewerError("the session stopped".into()));
-        }
+        other => Err(ReviewFailure::ReviewerError(format!(
+            "the guardian's turn ended {other}"
+        ))),
     }
 }
 
@@ -166,45 +167,16 @@ fn classify(error: Option<&ModelError>, reason: &str) -> ReviewFailure {
     }
 }
 
-/// Waits until the guardian has no turn scheduled.
-async fn wait_idle(inner: &Inner, guardian: &Agent) {
-    let mut changes = inner.changed.subscribe();
-    loop {
-        changes.borrow_and_update();
-        if !guardian.state().active() || changes.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Cancels the guardian's current turn (started or about to start) and waits until it ends.
-async fn stop_turn(inner: &Inner, guardian: &Agent) {
-    let mut changes = inner.changed.subscribe();
-    let mut cancelled = false;
-    loop {
-        changes.borrow_and_update();
-        if !guardian.state().active() {
-            return;
-        }
-        if !cancelled {
-            cancelled = cancel_turn(guardian, TIMED_OUT);
-        }
-        if changes.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
 /// The root user's task: the root's first user message, from its history or, when the root is
 /// not loaded, from its rollout. Kept once found.
-async fn root_task(inner: &Inner) -> String {
+async fn root_task(inner: &Ctx) -> String {
     if let Some(task) = inner.approvals.root_task() {
         return task;
     }
     let Some(root) = inner.registry.open_at(&AgentPath::root()) else {
         return String::new();
     };
-    let in_memory = root.state().history.iter().find_map(first_user_message);
+    let in_memory = root.runtime().history.iter().find_map(first_user_message);
     let task = match in_memory {
         Some(task) => task,
         None => {
@@ -235,7 +207,12 @@ fn first_user_message(item: &ResponseItem) -> Option<String> {
 }
 
 /// Input plus output tokens an agent's responses used in this process.
-fn used_tokens(agent: &crate::agent::Agent) -> u64 {
-    let usage = agent.state().usage;
+async fn used_tokens(inner: &Ctx, agent: &Agent) -> u64 {
+    let usage = inner
+        .session
+        .agent(agent.id())
+        .await
+        .map(|snapshot| snapshot.usage)
+        .unwrap_or_default();
     usage.input_tokens.saturating_add(usage.output_tokens)
 }

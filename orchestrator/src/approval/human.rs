@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::broker::{Request, Settled};
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// A human's answer at the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct ApprovalPrompt {
 enum Reply {
     Waiter(oneshot::Sender<TerminalAnswer>),
     /// A request from before this process started: its answer is recorded by the driver.
-    Stored(Arc<Inner>),
+    Stored(Arc<Ctx>),
 }
 
 impl ApprovalPrompt {
@@ -85,13 +85,13 @@ pub enum HumanResult {
 
 /// Whether a human can answer at all: a terminal is attached, or the approval wait leaves
 /// time for `arbor approve` from another process.
-pub fn reachable(inner: &Inner) -> bool {
+pub fn reachable(inner: &Ctx) -> bool {
     inner.config.approval_terminal || inner.config.approval_wait != Some(Duration::ZERO)
 }
 
 /// Asks a human about a pending request and waits for the first of: the terminal's answer, a
 /// decision stored by another process, the end of the approval wait.
-pub async fn ask(inner: &Arc<Inner>, request: &Request, path: &AgentPath) -> HumanResult {
+pub async fn ask(inner: &Arc<Ctx>, request: &Request, path: &AgentPath) -> HumanResult {
     let approvals = &inner.approvals;
     if !reachable(inner) {
         return HumanResult::TimedOut;
@@ -134,7 +134,7 @@ async fn deadline(wait: Option<Duration>) {
 
 /// Offers the requests that were pending when this session last stopped to the terminal, and
 /// watches them for answers from other processes.
-pub fn restore_orphans(inner: &Arc<Inner>, pending: Vec<arbor_agent_graph::ApprovalRecord>) {
+pub fn restore_orphans(inner: &Arc<Ctx>, pending: Vec<arbor_agent_graph::ApprovalRecord>) {
     let approvals = &inner.approvals;
     for record in pending {
         approvals.watched.add_orphan(&record.id);

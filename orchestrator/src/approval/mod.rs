@@ -30,7 +30,7 @@ use arbor_tools::{
 use tokio::sync::mpsc;
 
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 pub(crate) use broker::override_line;
 use broker::{Request, Settled};
 pub use human::{ApprovalPrompt, TerminalAnswer};
@@ -169,7 +169,7 @@ impl Approvals {
 /// Decides whether `agent` may run the `exec_command` of `args` in `workdir`, asking for
 /// approval when it must: the launcher to run it with, or the text its model reads instead.
 pub async fn gate_exec(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     args: &ExecArgs,
     workdir: &Path,
@@ -231,7 +231,7 @@ async fn untrusted_git(evaluation: &arbor_tools::Evaluation, workdir: &Path) -> 
 
 /// Records the refusal of an action a `forbidden` rule matches; the text its model reads.
 async fn refuse_forbidden(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
     rule: &str,
@@ -253,7 +253,7 @@ async fn refuse_forbidden(
 /// user's approval for the session allows, otherwise the reviewer decides. `Err` is the text
 /// the requester's model reads instead of the action's result.
 async fn seek_approval(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
 ) -> Result<(), String> {
@@ -289,6 +289,6 @@ fn new_request(agent: &Agent, args: &ExecArgs, workdir: &Path, reason: &str) -> 
         action: need::exec_action(args, workdir, agent.identity.caps.sandbox, reason),
         justification: args.justification.clone(),
         key: need::override_key(agent.path(), args, workdir),
-        turn: agent.state().turn_no,
+        turn: agent.runtime().turn_no,
     }
 }

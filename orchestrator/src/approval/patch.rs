@@ -11,11 +11,11 @@ use arbor_protocol::{SandboxMode, ThreadId};
 use super::broker::Request;
 use super::need::{self, Need};
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// Decides whether `agent` may apply `patch`, asking for approval when it must; `Err` is the
 /// text its model reads instead. A patch that does not parse passes: applying it reports why.
-pub async fn gate_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, patch: &str) -> Result<(), String> {
+pub async fn gate_patch(inner: &Arc<Ctx>, agent: &Arc<Agent>, patch: &str) -> Result<(), String> {
     let caps = &agent.identity.caps;
     if caps.sandbox == SandboxMode::ReadOnly {
         // Refused by the sandbox whatever an approver says.
@@ -31,7 +31,7 @@ pub async fn gate_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, patch: &str) -> 
         action: need::patch_action(patch, &paths, cwd, caps.sandbox, reason),
         justification: None,
         key: need::patch_key(agent.path(), patch, cwd),
-        turn: agent.state().turn_no,
+        turn: agent.runtime().turn_no,
     };
     match need::assess_patch(&evaluation, caps.approval_policy) {
         Need::Run => Ok(()),

@@ -12,8 +12,7 @@ use super::broker::{self, Request, Settled};
 use super::guardian;
 use super::human::{self, HumanResult, TerminalAnswer};
 use crate::agent::Agent;
-use crate::runtime::Inner;
-use crate::turn::cancel_turn;
+use crate::ctx::Ctx;
 
 /// Why a turn is interrupted when its agent keeps being denied and no human is reachable.
 pub const BREAKER_INTERRUPT: &str = "approval denied three times in a row";
@@ -23,7 +22,7 @@ pub const BREAKER_INTERRUPT: &str = "approval denied three times in a row";
 /// does a reviewer that cannot be asked (a headless user; the breaker with no human reachable,
 /// which also interrupts the turn: then this never returns, the turn ends around it).
 pub async fn decide(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
 ) -> Result<Settled, String> {
@@ -54,7 +53,11 @@ pub async fn decide(
     let interrupt = immediate.is_some() && breaker == Some(BreakerVerdict::InterruptTurn);
     if let Some(decided) = broker::open(inner, agent, request, immediate).await? {
         if interrupt && !decided.allowed() {
-            cancel_turn(agent, BREAKER_INTERRUPT);
+            inner.session.send(crate::session::core::Input::Interrupt {
+                target: agent.id(),
+                reason: BREAKER_INTERRUPT.to_string(),
+                ticket: None,
+            });
             // The turn is cancelled: it ends at its next poll, so nothing of this call is used.
             std::future::pending::<()>().await;
         }
@@ -75,7 +78,7 @@ pub async fn decide(
 /// The guardian's decision, or the human's where the breaker (`verdict`) or a failed review
 /// says so. Every decision counts for the breaker.
 async fn by_guardian(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
     verdict: BreakerVerdict,
@@ -140,7 +143,7 @@ fn from_guardian(decision: &Decision, tokens: Option<u64>) -> Settled {
 
 /// Asks a human; `note` (why the human is asked instead of the guardian) joins the rationale.
 async fn ask_human(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
     note: Option<&str>,

@@ -13,7 +13,7 @@ use arbor_protocol::{OverrideUsed, RolloutItem};
 use tokio::sync::oneshot;
 
 use super::broker::{Settled, announce_decision, decided_line, override_line};
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// Requests a requester waits on (a human may answer them) and orphans (pending requests
 /// nobody waits for any more: cut short, or from before a restart).
@@ -94,7 +94,7 @@ impl Drop for WaitGuard {
 /// on gets it at once (an approval also grants an override, used up by the request itself); an
 /// orphan is decided now (an approval leaves an override for the identical retry); a denial
 /// that can be overridden gets an override; anything else changes nothing.
-pub fn answered(inner: &Inner, id: &str, approve: bool) {
+pub fn answered(inner: &Ctx, id: &str, approve: bool) {
     let approvals = &inner.approvals;
     let Some(known) = approvals.ledger().get(id).cloned() else {
         tracing::warn!(
@@ -164,7 +164,7 @@ pub fn answered(inner: &Inner, id: &str, approve: bool) {
 /// At resume: the ledger from the session's state, the requests still pending watched as
 /// orphans (and offered to the terminal), and the answers other processes gave while no
 /// driver ran acted on now.
-pub fn restore(inner: &Arc<Inner>, state: &SessionState, pending: Vec<ApprovalRecord>) {
+pub fn restore(inner: &Arc<Ctx>, state: &SessionState, pending: Vec<ApprovalRecord>) {
     *inner.approvals.ledger() = super::ledger::Ledger::from_state(state);
     super::human::restore_orphans(inner, pending);
     for (id, approve) in &state.answers {

@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
+use crate::ctx::Ctx;
 use crate::mail;
-use crate::runtime::Inner;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,7 +17,7 @@ struct MessageArgs {
     message: String,
 }
 
-pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn send_message(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MessageArgs = parse_args("send_message", arguments)?;
     mail::check_content(&args.message)?;
     let target = resolve_target(inner, caller, &args.target)?;
@@ -25,7 +25,7 @@ pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &s
     Ok(String::new())
 }
 
-pub async fn followup_task(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn followup_task(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MessageArgs = parse_args("followup_task", arguments)?;
     mail::check_content(&args.message)?;
     let target = resolve_target(inner, caller, &args.target)?;

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// One function call from a model response.
 #[derive(Debug, Clone)]
@@ -35,7 +35,7 @@ pub type ToolResult = Result<String, String>;
 /// the tree run one after another in call order; `exec_command`, `apply_patch` and
 /// `wait_agent` run concurrently with everything else.
 pub async fn run_calls(
-    inner: &Arc<Inner>,
+    inner: &Arc<Ctx>,
     agent: &Arc<Agent>,
     calls: &[Call],
     mut started: HashMap<String, crate::sampling::Started>,
@@ -73,7 +73,7 @@ pub fn is_slow(name: &str) -> bool {
 }
 
 /// Runs one call and returns the model-visible output (bounded).
-pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> String {
+pub async fn dispatch(inner: &Arc<Ctx>, agent: &Arc<Agent>, call: &Call) -> String {
     let result = if !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
         Err(format!(
             "tool `{}` is not available to this agent",
@@ -87,9 +87,9 @@ pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> St
             "send_message" => messaging::send_message(inner, agent, &call.arguments).await,
             "followup_task" => messaging::followup_task(inner, agent, &call.arguments).await,
             "wait_agent" => wait::wait_agent(inner, agent, &call.arguments).await,
-            "list_agents" => manage::list_agents(inner, agent, &call.arguments),
+            "list_agents" => manage::list_agents(inner, agent, &call.arguments).await,
             "close_agent" => manage::close_agent(inner, agent, &call.arguments).await,
-            "interrupt_agent" => manage::interrupt_agent(inner, agent, &call.arguments),
+            "interrupt_agent" => manage::interrupt_agent(inner, agent, &call.arguments).await,
             "exec_command" => work::exec_command(inner, agent, &call.arguments).await,
             "apply_patch" => work::apply_patch(inner, agent, &call.arguments).await,
             other => Err(format!("unknown tool `{other}`")),
@@ -124,7 +124,7 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T,
 
 /// The tools an agent is offered, in its role's stable order. Built once per distinct tool
 /// list and shared by every request of every agent that has it.
-pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
+pub fn specs_for(inner: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
     inner.tool_specs(&agent.identity.caps.tools, || {
         let mut messaging = specs::messaging_tools();
         agent
@@ -147,12 +147,14 @@ pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
 
 /// Resolves a tool's `target` (a thread id or a path) to an open agent, as the caller names
 /// it. Internal agents are not reachable by models.
-pub fn resolve_target(inner: &Inner, caller: &Agent, target: &str) -> Result<Arc<Agent>, String> {
+pub fn resolve_target(inner: &Ctx, caller: &Agent, target: &str) -> Result<Arc<Agent>, String> {
     let target = target.trim();
     if let Ok(id) = ThreadId::parse(target) {
         return match inner.registry.get(id) {
             Some(agent) if agent.identity.internal => Err(format!("agent `{target}` not found")),
-            Some(agent) if agent.state().closed => Err(format!("agent {} is closed", agent.path())),
+            Some(agent) if !inner.registry.is_open(&agent) => {
+                Err(format!("agent {} is closed", agent.path()))
+            }
             Some(agent) => Ok(agent),
             None => Err(format!("agent `{target}` not found")),
         };
@@ -169,7 +171,7 @@ pub fn resolve_target(inner: &Inner, caller: &Agent, target: &str) -> Result<Arc
                 .registry
                 .all()
                 .iter()
-                .any(|agent| agent.path() == &path && agent.state().closed);
+                .any(|agent| agent.path() == &path);
             if was_closed {
                 Err(format!("agent {path} is closed"))
             } else {

@@ -8,9 +8,9 @@ use serde_json::json;
 
 use super::{ToolResult, parse_args};
 use crate::agent::Agent;
-use crate::lifecycle::{NewAgent, create_agent};
+use crate::ctx::Ctx;
 use crate::mail;
-use crate::runtime::Inner;
+use crate::session::SpawnSpec;
 
 /// The reserved name of the internal guardian under the root.
 pub const GUARDIAN_NAME: &str = "guardian";
@@ -54,7 +54,7 @@ impl Fork {
     }
 }
 
-pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn spawn_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: SpawnArgs = parse_args("spawn_agent", arguments)?;
     AgentPath::validate_name(&args.task_name).map_err(|err| err.to_string())?;
     let path = caller
@@ -102,38 +102,39 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
         .or_else(|| role.reasoning_effort.clone())
         .or_else(|| caller.identity.meta.effort.clone());
-    let nickname = inner.draw_nickname(role);
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
-    let child = create_agent(
-        inner,
-        NewAgent {
+    let spawned = inner
+        .session
+        .spawn(SpawnSpec {
             id: ThreadId::new(),
             path,
-            parent: Some(caller),
-            role,
+            parent: Some(Arc::clone(caller)),
+            role: role.clone(),
             model,
             effort,
             caps: caller.identity.caps.narrow_for(role),
-            nickname: Some(nickname.clone()),
+            nickname: true,
             cwd: caller.identity.cwd().to_path_buf(),
             internal: false,
             stamp: None,
             history: forked_history(caller, fork),
-            task: Some(task.clone()),
-        },
-    )
-    .await?;
-    mail::announce(inner, &task);
-    mail::push(inner, &child, task);
-    // The child takes its task before its parent goes on: children start in spawn order, and
-    // mail a later sibling sends does not reach a child before its own first task does.
+            task: Some(task),
+        })
+        .await?;
+    // The child takes its first step before its parent goes on: with a model that answers at
+    // once (the scripted one), children start in spawn order and before the parent's next
+    // request.
     tokio::task::yield_now().await;
-    Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
+    Ok(json!({
+        "task_name": spawned.agent.path().as_str(),
+        "nickname": spawned.nickname,
+    })
+    .to_string())
 }
 
 /// A model and effort the model asked for, checked as a role file's are: a value the server
 /// would refuse for every request of the child is refused here, and no child is made.
-fn check_settings(inner: &Inner, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
+fn check_settings(inner: &Ctx, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
     let invalid = |field: &str, message: String| {
         format!("invalid arguments for spawn_agent: field `{field}`: {message}")
     };
@@ -153,7 +154,7 @@ fn check_settings(inner: &Inner, model: Option<&str>, effort: Option<&str>) -> R
 
 /// The parent's last turns as a child sees them: user messages and final answers only.
 fn forked_history(parent: &Agent, fork: Fork) -> Vec<ResponseItem> {
-    let state = parent.state();
+    let state = parent.runtime();
     let spans = &state.turns;
     let first = match fork {
         Fork::None => return Vec::new(),

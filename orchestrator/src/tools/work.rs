@@ -13,9 +13,9 @@ use serde::Deserialize;
 use super::{ToolResult, parse_args};
 use crate::agent::Agent;
 use crate::approval;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
-pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn exec_command(inner: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args = ExecArgs::parse(arguments).map_err(|err| err.to_string())?;
     let request = ExecRequest::from_args(&args, agent.identity.cwd(), &ExecConfig::default())
         .map_err(|err| err.to_string())?;
@@ -34,7 +34,7 @@ struct PatchArgs {
     patch: String,
 }
 
-pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn apply_patch(inner: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
     let cwd = agent.identity.cwd().to_path_buf();
     let mode = agent.identity.caps.sandbox;
@@ -49,7 +49,7 @@ pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str
 }
 
 /// Waits until everything appended so far is on disk; a failed log refuses the side effect.
-async fn durable_now(inner: &Inner) -> Result<(), String> {
+async fn durable_now(inner: &Ctx) -> Result<(), String> {
     let upto = inner.log.appended();
     inner
         .log
