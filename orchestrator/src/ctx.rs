@@ -17,12 +17,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::approval::Approvals;
+use crate::approval::state::Approvals;
 use crate::config::RunConfig;
+use crate::error::OrchestratorError;
 use crate::events::EventBus;
 use crate::projection::Projection;
 use crate::registry::Registry;
-use crate::session::SessionHandle;
+use crate::session::handle::SessionHandle;
 
 /// What a session runs on: its id, its log, the projections of the log and the store.
 #[derive(Debug)]
@@ -107,14 +108,14 @@ impl Ctx {
 
     /// Applies every line other processes have appended to the log up to now before going on
     /// (an answer given with `arbor approve` counts for the request this process opens next).
-    pub async fn catch_up(&self) -> Result<(), String> {
-        let sent = self.log.catch_up().await.map_err(|err| err.to_string())?;
+    pub async fn catch_up(&self) -> Result<(), OrchestratorError> {
+        let sent = self.log.catch_up().await?;
         let mut ingested = self.ingested.subscribe();
         ingested
             .wait_for(|applied| *applied >= sent)
             .await
             .map(|_| ())
-            .map_err(|_| "the session stopped".to_string())
+            .map_err(|_| OrchestratorError::Stopped)
     }
 
     /// Whether the tree's token budget is used up.

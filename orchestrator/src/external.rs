@@ -13,9 +13,10 @@ use arbor_protocol::{
 };
 use arbor_rollout::log::append_external;
 
+use crate::error::OrchestratorError;
 use crate::lease::{Lease, LeaseError};
+use crate::mail;
 use crate::open::SessionView;
-use crate::{OrchestratorError, mail};
 
 /// Why an action from outside the tree was refused.
 #[derive(Debug, thiserror::Error)]

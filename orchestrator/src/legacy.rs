@@ -13,7 +13,7 @@ use arbor_protocol::{Mail, RolloutItem, RolloutLine, ThreadId, Timestamp, UserMa
 use arbor_rollout::read_rollout;
 use serde_json::Value;
 
-use crate::OrchestratorError;
+use crate::error::OrchestratorError;
 
 fn fail(what: impl std::fmt::Display) -> OrchestratorError {
     OrchestratorError::Start(format!(

@@ -40,6 +40,6 @@ pub use crate::external::{
 };
 pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
 pub use crate::lease::{Lease, LeaseError};
-pub use crate::open::SessionView;
-pub use crate::resume::{ResumeInfo, find_root};
+pub use crate::open::{SessionView, find_root};
+pub use crate::resume::ResumeInfo;
 pub use arbor_tools::SandboxStatus;

@@ -9,6 +9,7 @@ use arbor_protocol::{AgentPath, Event, Mail, MailKind, RolloutItem, UserMail};
 use crate::agent::Agent;
 use crate::config::MAIL_MAX_BYTES;
 use crate::ctx::Ctx;
+use crate::error::OrchestratorError;
 use crate::session::core::Input;
 
 /// The text a model sees for an empty message.
@@ -24,11 +25,11 @@ pub fn send(
     recipient: &Agent,
     kind: MailKind,
     content: &str,
-) -> Result<Mail, String> {
+) -> Result<Mail, OrchestratorError> {
     let mail = compose(author, recipient, kind, content);
     author
         .record(&[RolloutItem::MailSent(mail.clone())])
-        .map_err(|err| format!("mail not sent: {err}"))?;
+        .map_err(|err| OrchestratorError::Refused(format!("mail not sent: {err}")))?;
     announce(ctx, &mail);
     ctx.session.send(Input::Mail {
         recipient: recipient.id(),
@@ -87,9 +88,9 @@ pub fn send_from_user(
     recipient: &Agent,
     kind: MailKind,
     content: &str,
-) -> Result<Mail, String> {
-    check_content(content)?;
-    check_recipient(kind, recipient.path())?;
+) -> Result<Mail, OrchestratorError> {
+    check_content(content).map_err(OrchestratorError::Refused)?;
+    check_recipient(kind, recipient.path()).map_err(OrchestratorError::Refused)?;
     let mail = Mail::new(
         AgentPath::root(),
         recipient.path().clone(),
@@ -100,9 +101,7 @@ pub fn send_from_user(
         recipient_id: recipient.id(),
         mail: mail.clone(),
     });
-    ctx.log
-        .append(recipient.id(), [line])
-        .map_err(|err| err.to_string())?;
+    ctx.log.append(recipient.id(), [line])?;
     announce(ctx, &mail);
     ctx.session.send(Input::Mail {
         recipient: recipient.id(),

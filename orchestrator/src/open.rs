@@ -11,8 +11,8 @@ use arbor_protocol::ThreadId;
 use arbor_rollout::RolloutProjector;
 use arbor_rollout::log::{self, Start};
 
+use crate::error::OrchestratorError;
 use crate::lease::Lease;
-use crate::{OrchestratorError, find_root};
 
 /// The log of the session whose root is `root`.
 pub fn log_path_of(home: &Path, root: &ThreadRecord) -> PathBuf {
@@ -38,6 +38,22 @@ pub struct Reconciled {
     pub start: Start,
     /// Lines skipped, a torn tail cut, and the like.
     pub notices: Vec<String>,
+}
+
+/// Finds a session's root by id or prefix; a child's id is refused with the root's id.
+pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, OrchestratorError> {
+    if let Ok(id) = ThreadId::parse(session.trim())
+        && let Some(thread) = store.thread(id)?
+        && thread.parent_id().is_some()
+    {
+        return Err(OrchestratorError::Start(format!(
+            "{id} is the agent {} of session {}, not a session; resume the whole tree with `arbor resume {}`",
+            thread.path(),
+            thread.session_id(),
+            thread.session_id()
+        )));
+    }
+    Ok(store.find_session_by_prefix(session)?)
 }
 
 /// Brings the rollouts and the store of `session` up to its log. Only the process holding the

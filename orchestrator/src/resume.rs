@@ -15,12 +15,15 @@ use arbor_roles::{Capabilities, Role, RoleSet};
 use arbor_rollout::log::SessionLog;
 
 use crate::agent::{Agent, Identity};
+use crate::config::RunConfig;
 use crate::ctx::{Ctx, SessionFiles};
+use crate::error::OrchestratorError;
+use crate::facade::Orchestrator;
+use crate::lease::Lease;
 use crate::lifecycle::instructions_for;
-use crate::open::{Reconciled, log_path_of, reconcile};
+use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
 use crate::session::core::{Input, Registration};
-use crate::{Lease, Orchestrator, OrchestratorError, RunConfig};
 
 /// What a resume found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,22 +34,6 @@ pub struct ResumeInfo {
     pub took_over_from: Option<u32>,
     /// Things the user should know (roles that no longer exist, repaired statuses).
     pub notices: Vec<String>,
-}
-
-/// Finds a session's root by id or prefix; a child's id is refused with the root's id.
-pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, OrchestratorError> {
-    if let Ok(id) = ThreadId::parse(session.trim())
-        && let Some(thread) = store.thread(id)?
-        && thread.parent_id().is_some()
-    {
-        return Err(OrchestratorError::Start(format!(
-            "{id} is the agent {} of session {}, not a session; resume the whole tree with `arbor resume {}`",
-            thread.path(),
-            thread.session_id(),
-            thread.session_id()
-        )));
-    }
-    Ok(store.find_session_by_prefix(session)?)
 }
 
 struct Loaded {

@@ -11,10 +11,10 @@ use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId
 
 use super::broker::Request;
 use crate::agent::Agent;
+use crate::config::GUARDIAN_NAME;
 use crate::ctx::Ctx;
-use crate::session::SpawnSpec;
 use crate::session::core::Input;
-use crate::tools::spawn::GUARDIAN_NAME;
+use crate::session::handle::SpawnSpec;
 
 /// Why a guardian turn is cancelled when its deadline passes.
 const TIMED_OUT: &str = "review timed out";
@@ -22,12 +22,12 @@ const TIMED_OUT: &str = "review timed out";
 /// Reviews `request` of `requester` with the guardian: the decision and the tokens it cost.
 /// Reviews are serialised through the one guardian.
 pub async fn review(
-    inner: &Arc<Ctx>,
+    ctx: &Arc<Ctx>,
     requester: &Arc<Agent>,
     request: &Request,
 ) -> (Decision, Option<u64>) {
-    let _one_at_a_time = inner.approvals.review.lock().await;
-    let guardian = match ensure_guardian(inner).await {
+    let _one_at_a_time = ctx.approvals.review.lock().await;
+    let guardian = match ensure_guardian(ctx).await {
         Ok(guardian) => guardian,
         Err(reason) => return (decide(Err(ReviewFailure::ReviewerError(reason))), None),
     };
@@ -35,15 +35,15 @@ pub async fn review(
         action: request.action.clone(),
         requester: requester.path().clone(),
         justification: request.justification.clone(),
-        root_task: root_task(inner).await,
+        root_task: root_task(ctx).await,
         transcript: requester.runtime().history.to_vec(),
     }
     .render(&Budgets::default());
-    let tokens_before = used_tokens(inner, &guardian).await;
+    let tokens_before = used_tokens(ctx, &guardian).await;
     let mut input = Some(text);
     let mut retries = 0;
     let result = loop {
-        match attempt(inner, &guardian, input.take(), inner.config.review_deadline).await {
+        match attempt(ctx, &guardian, input.take(), ctx.config.review_deadline).await {
             Ok(answer) => break parse_verdict(&answer).map_err(ReviewFailure::from),
             // The review request stays the last input of the guardian's history, so a retry
             // is a new turn with no new input.
@@ -51,7 +51,7 @@ pub async fn review(
             Err(failure) => break Err(failure),
         }
     };
-    let tokens = used_tokens(inner, &guardian)
+    let tokens = used_tokens(ctx, &guardian)
         .await
         .saturating_sub(tokens_before);
     (decide(result), Some(tokens))
@@ -59,19 +59,19 @@ pub async fn review(
 
 /// The guardian, created on first use. Its role is the session's `guardian` role; it inherits
 /// the root's cwd and narrows the root's capabilities (read-only, no spawning).
-async fn ensure_guardian(inner: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
+async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
     let path = AgentPath::root()
         .join(GUARDIAN_NAME)
         .map_err(|err| err.to_string())?;
-    if let Some(guardian) = inner.registry.open_at(&path) {
+    if let Some(guardian) = ctx.registry.open_at(&path) {
         return Ok(guardian);
     }
-    let root = inner
+    let root = ctx
         .registry
         .open_at(&AgentPath::root())
         .ok_or("the session has no root")?;
-    let role = inner.roles.guardian();
-    let spawned = inner
+    let role = ctx.roles.guardian();
+    let spawned = ctx
         .session
         .spawn(SpawnSpec {
             id: ThreadId::new(),
@@ -98,13 +98,13 @@ async fn ensure_guardian(inner: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
 /// One guardian turn on `input` (none: answer the history as it stands), bounded by `deadline`:
 /// its final answer, or why there is none.
 async fn attempt(
-    inner: &Arc<Ctx>,
+    ctx: &Arc<Ctx>,
     guardian: &Arc<Agent>,
     input: Option<String>,
     deadline: Duration,
 ) -> Result<String, ReviewFailure> {
     // A turn left over from a review whose requester stopped waiting ends first.
-    let before = inner
+    let before = ctx
         .session
         .idle(guardian.id())
         .await
@@ -117,24 +117,24 @@ async fn attempt(
         })
         .into_iter()
         .collect();
-    inner.session.send(Input::Prompt {
+    ctx.session.send(Input::Prompt {
         agent: guardian.id(),
         items,
     });
-    match tokio::time::timeout(deadline, turn_end(inner, guardian, before)).await {
+    match tokio::time::timeout(deadline, turn_end(ctx, guardian, before)).await {
         Ok(result) => result,
         Err(_) => {
             // The turn stops, and is over before the next review begins.
-            inner.session.interrupt(guardian.id(), TIMED_OUT).await;
-            inner.session.idle(guardian.id()).await;
+            ctx.session.interrupt(guardian.id(), TIMED_OUT).await;
+            ctx.session.idle(guardian.id()).await;
             Err(ReviewFailure::Timeout)
         }
     }
 }
 
 /// Waits until the guardian's turn after the `before`th has ended and reads its result.
-async fn turn_end(inner: &Ctx, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
-    let Some(ended) = inner.session.idle(guardian.id()).await else {
+async fn turn_end(ctx: &Ctx, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
+    let Some(ended) = ctx.session.idle(guardian.id()).await else {
         return Err(ReviewFailure::ReviewerError("the session stopped".into()));
     };
     if ended.turns_started == before {
@@ -169,11 +169,11 @@ fn classify(error: Option<&ModelError>, reason: &str) -> ReviewFailure {
 
 /// The root user's task: the root's first user message, from its history or, when the root is
 /// not loaded, from its rollout. Kept once found.
-async fn root_task(inner: &Ctx) -> String {
-    if let Some(task) = inner.approvals.root_task() {
+async fn root_task(ctx: &Ctx) -> String {
+    if let Some(task) = ctx.approvals.root_task() {
         return task;
     }
-    let Some(root) = inner.registry.open_at(&AgentPath::root()) else {
+    let Some(root) = ctx.registry.open_at(&AgentPath::root()) else {
         return String::new();
     };
     let in_memory = root.runtime().history.iter().find_map(first_user_message);
@@ -195,7 +195,7 @@ async fn root_task(inner: &Ctx) -> String {
             .unwrap_or_default()
         }
     };
-    inner.approvals.set_root_task(&task);
+    ctx.approvals.set_root_task(&task);
     task
 }
 
@@ -207,8 +207,8 @@ fn first_user_message(item: &ResponseItem) -> Option<String> {
 }
 
 /// Input plus output tokens an agent's responses used in this process.
-async fn used_tokens(inner: &Ctx, agent: &Agent) -> u64 {
-    let usage = inner
+async fn used_tokens(ctx: &Ctx, agent: &Agent) -> u64 {
+    let usage = ctx
         .session
         .agent(agent.id())
         .await

@@ -18,6 +18,7 @@ use super::nicknames::Nicknames;
 use super::{revive, spawn};
 use crate::agent::{AgentMsg, TurnControl};
 use crate::ctx::Ctx;
+use crate::error::OrchestratorError;
 use crate::turn::agent_task;
 
 /// A resident agent's task, as the session task reaches it.
@@ -32,7 +33,7 @@ pub struct Actor {
     core: Core,
     replies: HashMap<Ticket, oneshot::Sender<Answer>>,
     /// Spawns answered once their agent is installed.
-    spawns: HashMap<Ticket, (oneshot::Sender<Result<Spawned, String>>, Spawned)>,
+    spawns: HashMap<Ticket, (oneshot::Sender<Result<Spawned, OrchestratorError>>, Spawned)>,
     residents: HashMap<ThreadId, Resident>,
     turns: HashMap<ThreadId, Arc<TurnControl>>,
     pub(super) nicknames: Nicknames,
@@ -145,23 +146,28 @@ impl Actor {
     }
 
     /// Closes `target`: its close line (a line of the closer's), then the decision.
-    fn close(&mut self, target: ThreadId, closer: Option<ThreadId>) -> Result<AgentStatus, String> {
+    fn close(
+        &mut self,
+        target: ThreadId,
+        closer: Option<ThreadId>,
+    ) -> Result<AgentStatus, OrchestratorError> {
         let entry = self
             .core
             .entry(target)
-            .ok_or_else(|| format!("agent `{target}` not found"))?;
+            .ok_or_else(|| OrchestratorError::Refused(format!("agent `{target}` not found")))?;
         if entry.closed {
-            return Err(format!("agent {} is closed", entry.path));
+            return Err(OrchestratorError::Refused(format!(
+                "agent {} is closed",
+                entry.path
+            )));
         }
         let previous = entry.status.clone();
         if let Some(closer) = closer.and_then(|id| self.ctx.registry.get(id)) {
-            closer
-                .record(&[RolloutItem::AgentClosed(AgentClosed {
-                    target_id: target,
-                    target: entry.path.clone(),
-                    previous_status: previous.clone(),
-                })])
-                .map_err(|err| err.to_string())?;
+            closer.record(&[RolloutItem::AgentClosed(AgentClosed {
+                target_id: target,
+                target: entry.path.clone(),
+                previous_status: previous.clone(),
+            })])?;
         }
         self.feed(Input::Close { target });
         Ok(previous)
@@ -233,7 +239,9 @@ impl Actor {
                 };
                 let task_ctx = Arc::clone(&ctx);
                 ctx.tracker.spawn(async move {
-                    let result = revive::load(&task_ctx, &handle).await;
+                    let result = revive::load(&task_ctx, &handle)
+                        .await
+                        .map_err(|err| err.to_string());
                     task_ctx.session.send(Input::Revived { agent, result });
                 });
             }

@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::core::{AgentSnapshot, Answer, Input, Registration, Ticket};
 use crate::agent::Agent;
+use crate::error::OrchestratorError;
 
 /// A new agent to make: everything but what the session decides (its nickname, its slot).
 #[derive(Debug)]
@@ -55,14 +56,14 @@ pub enum Msg {
     /// Make an agent: its lines, its handle, its registration, its task's mail.
     Spawn {
         spec: Box<SpawnSpec>,
-        reply: oneshot::Sender<Result<Spawned, String>>,
+        reply: oneshot::Sender<Result<Spawned, OrchestratorError>>,
     },
     /// Close `target` on behalf of `closer` (an agent; `None`: from outside the tree, whose
     /// close line is already in the log). The answer is the target's status before.
     Close {
         target: ThreadId,
         closer: Option<ThreadId>,
-        reply: Option<oneshot::Sender<Result<AgentStatus, String>>>,
+        reply: Option<oneshot::Sender<Result<AgentStatus, OrchestratorError>>>,
     },
     /// A stored agent of a resumed session, with the role it runs as now.
     Restore {
@@ -126,15 +127,13 @@ impl SessionHandle {
     }
 
     /// Makes an agent and waits until it is installed.
-    pub async fn spawn(&self, spec: SpawnSpec) -> Result<Spawned, String> {
+    pub async fn spawn(&self, spec: SpawnSpec) -> Result<Spawned, OrchestratorError> {
         let (reply, answer) = oneshot::channel();
         self.post(Msg::Spawn {
             spec: Box::new(spec),
             reply,
         });
-        answer
-            .await
-            .unwrap_or_else(|_| Err("the session stopped".to_string()))
+        answer.await.unwrap_or(Err(OrchestratorError::Stopped))
     }
 
     /// Closes `target` on behalf of `closer`; the target's status before.
@@ -142,16 +141,14 @@ impl SessionHandle {
         &self,
         target: ThreadId,
         closer: Option<ThreadId>,
-    ) -> Result<AgentStatus, String> {
+    ) -> Result<AgentStatus, OrchestratorError> {
         let (reply, answer) = oneshot::channel();
         self.post(Msg::Close {
             target,
             closer,
             reply: Some(reply),
         });
-        answer
-            .await
-            .unwrap_or_else(|_| Err("the session stopped".to_string()))
+        answer.await.unwrap_or(Err(OrchestratorError::Stopped))
     }
 
     /// Registers a stored agent of a resumed session.

@@ -5,7 +5,7 @@
 
 mod actor;
 pub mod core;
-mod handle;
+pub mod handle;
 mod nicknames;
 mod revive;
 mod spawn;

@@ -9,17 +9,23 @@ use arbor_rollout::{PROCESS_EXIT, Replay, cut_call_outputs, read_rollout};
 use super::core::Revival;
 use crate::agent::{Agent, TurnSpan};
 use crate::ctx::Ctx;
+use crate::error::OrchestratorError;
 
 /// Loads `agent`'s runtime from its rollout; what the session learns from it.
-pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, String> {
-    let failed = |err: String| format!("revival of {} failed: {err}", agent.path());
+pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, OrchestratorError> {
+    let failed = |err: String| {
+        OrchestratorError::Refused(format!("revival of {} failed: {err}", agent.path()))
+    };
     // Everything the agent recorded is in its rollout once it is synced and projected.
     let recorded = agent.last_recorded();
     ctx.log
         .durable(recorded, Urgency::Now)
         .await
         .map_err(|err| failed(err.to_string()))?;
-    ctx.projection.projected(recorded).await.map_err(failed)?;
+    ctx.projection
+        .projected(recorded)
+        .await
+        .map_err(|err| failed(err.to_string()))?;
     let path = agent.identity.rollout_path.clone();
     let (notices, mut replay) = tokio::task::spawn_blocking(move || {
         let read = read_rollout(&path)?;

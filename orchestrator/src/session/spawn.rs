@@ -14,6 +14,7 @@ use super::handle::{SpawnSpec, Spawned};
 use super::nicknames::Nicknames;
 use crate::agent::{Agent, Identity};
 use crate::ctx::Ctx;
+use crate::error::OrchestratorError;
 use crate::lifecycle::instructions_for;
 
 /// An agent made: what the spawner gets, how the session registers it, and its task.
@@ -25,9 +26,13 @@ pub struct Made {
 
 /// Makes the agent `spec` describes. Fails, leaving nothing behind, when its path is taken or
 /// its lines cannot be appended.
-pub fn make(ctx: &Ctx, nicknames: &mut Nicknames, spec: SpawnSpec) -> Result<Made, String> {
+pub fn make(
+    ctx: &Ctx,
+    nicknames: &mut Nicknames,
+    spec: SpawnSpec,
+) -> Result<Made, OrchestratorError> {
     if ctx.registry.path_taken(&spec.path) {
-        return Err(format!("agent path `{}` already exists", spec.path));
+        return Err(taken(&spec.path));
     }
     let nickname = spec.nickname.then(|| nicknames.draw(&spec.role));
     let id = spec.id;
@@ -65,7 +70,7 @@ pub fn make(ctx: &Ctx, nicknames: &mut Nicknames, spec: SpawnSpec) -> Result<Mad
     };
     let agent = Agent::new(identity, token, ctx.log.clone());
     if !ctx.registry.insert(Arc::clone(&agent)) {
-        return Err(format!("agent path `{}` already exists", spec.path));
+        return Err(taken(&spec.path));
     }
     let mut lines: Vec<(ThreadId, RolloutItem)> = vec![(id, RolloutItem::SessionMeta(meta))];
     lines.extend(
@@ -85,7 +90,9 @@ pub fn make(ctx: &Ctx, nicknames: &mut Nicknames, spec: SpawnSpec) -> Result<Mad
         }
         Err(err) => {
             ctx.registry.remove(&agent);
-            return Err(format!("could not create the agent: {err}"));
+            return Err(OrchestratorError::Refused(format!(
+                "could not create the agent: {err}"
+            )));
         }
     }
     agent.runtime().history.extend(spec.history);
@@ -114,4 +121,8 @@ pub fn make(ctx: &Ctx, nicknames: &mut Nicknames, spec: SpawnSpec) -> Result<Mad
         registration,
         task: spec.task,
     })
+}
+
+fn taken(path: &arbor_protocol::AgentPath) -> OrchestratorError {
+    OrchestratorError::Refused(format!("agent path `{path}` already exists"))
 }

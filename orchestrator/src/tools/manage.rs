@@ -6,7 +6,7 @@ use arbor_protocol::AgentStatus;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolResult, parse_args, resolve_target};
+use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
 
@@ -23,7 +23,7 @@ struct TargetArgs {
     target: String,
 }
 
-pub async fn list_agents(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn list_agents(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: ListArgs = parse_args("list_agents", arguments)?;
     let prefix = match args.path_prefix.as_deref().map(str::trim) {
         None | Some("") => None,
@@ -34,7 +34,7 @@ pub async fn list_agents(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
                 .map_err(|err| err.to_string())?,
         ),
     };
-    let agents: Vec<_> = inner
+    let agents: Vec<_> = ctx
         .session
         .snapshot()
         .await
@@ -42,7 +42,7 @@ pub async fn list_agents(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
         .filter(|agent| !agent.internal && !agent.behind_closed)
         .filter(|agent| prefix.as_ref().is_none_or(|p| agent.path.is_within(p)))
         .map(|agent| {
-            let handle = inner.registry.get(agent.id);
+            let handle = ctx.registry.get(agent.id);
             let meta = handle.as_ref().map(|h| &h.identity.meta);
             let mut entry = json!({
                 "agent_name": agent.path.as_str(),
@@ -61,9 +61,9 @@ pub async fn list_agents(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
     Ok(json!({ "agents": agents }).to_string())
 }
 
-pub async fn close_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn close_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: TargetArgs = parse_args("close_agent", arguments)?;
-    let target = resolve_target(inner, caller, &args.target)?;
+    let target = resolve_target(ctx, caller, &args.target)?;
     if target.path().is_root() {
         return Err("root is not a spawned agent".to_string());
     }
@@ -73,17 +73,17 @@ pub async fn close_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
             target.path()
         ));
     }
-    let previous = inner.session.close(target.id(), Some(caller.id())).await?;
+    let previous = ctx.session.close(target.id(), Some(caller.id())).await?;
     Ok(json!({ "previous_status": previous }).to_string())
 }
 
-pub async fn interrupt_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn interrupt_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: TargetArgs = parse_args("interrupt_agent", arguments)?;
-    let target = resolve_target(inner, caller, &args.target)?;
+    let target = resolve_target(ctx, caller, &args.target)?;
     if target.id() == caller.id() {
         return Err("interrupt_agent cannot interrupt the caller itself".to_string());
     }
-    let previous = inner
+    let previous = ctx
         .session
         .interrupt(target.id(), "interrupted")
         .await

@@ -6,14 +6,12 @@ use arbor_protocol::{AgentPath, MailKind, ResponseItem, ThreadId};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolResult, parse_args};
+use super::args::{ToolResult, parse_args};
 use crate::agent::Agent;
+use crate::config::GUARDIAN_NAME;
 use crate::ctx::Ctx;
 use crate::mail;
-use crate::session::SpawnSpec;
-
-/// The reserved name of the internal guardian under the root.
-pub const GUARDIAN_NAME: &str = "guardian";
+use crate::session::handle::SpawnSpec;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,7 +52,7 @@ impl Fork {
     }
 }
 
-pub async fn spawn_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: SpawnArgs = parse_args("spawn_agent", arguments)?;
     AgentPath::validate_name(&args.task_name).map_err(|err| err.to_string())?;
     let path = caller
@@ -71,27 +69,23 @@ pub async fn spawn_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
         ));
     }
     let depth = caller.identity.meta.depth + 1;
-    if depth > inner.config.max_depth {
+    if depth > ctx.config.max_depth {
         return Err(format!(
             "agent depth limit reached: max depth is {}",
-            inner.config.max_depth
+            ctx.config.max_depth
         ));
     }
-    if inner.registry.path_taken(&path) {
+    if ctx.registry.path_taken(&path) {
         return Err(format!("agent path `{path}` already exists"));
     }
-    let role = inner
+    let role = ctx
         .roles
         .for_spawn(args.agent_type.as_deref())
         .map_err(|err| err.to_string())?;
     mail::check_content(&args.message)?;
     let fork = Fork::parse(args.fork_turns.as_deref())?;
-    check_settings(
-        inner,
-        args.model.as_deref(),
-        args.reasoning_effort.as_deref(),
-    )?;
-    let configured = inner.config.role_models.get(&role.name);
+    check_settings(ctx, args.model.as_deref(), args.reasoning_effort.as_deref())?;
+    let configured = ctx.config.role_models.get(&role.name);
     let model = args
         .model
         .or_else(|| configured.and_then(|c| c.model.clone()))
@@ -103,7 +97,7 @@ pub async fn spawn_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
         .or_else(|| role.reasoning_effort.clone())
         .or_else(|| caller.identity.meta.effort.clone());
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
-    let spawned = inner
+    let spawned = ctx
         .session
         .spawn(SpawnSpec {
             id: ThreadId::new(),
@@ -134,7 +128,7 @@ pub async fn spawn_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str)
 
 /// A model and effort the model asked for, checked as a role file's are: a value the server
 /// would refuse for every request of the child is refused here, and no child is made.
-fn check_settings(inner: &Ctx, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
+fn check_settings(ctx: &Ctx, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
     let invalid = |field: &str, message: String| {
         format!("invalid arguments for spawn_agent: field `{field}`: {message}")
     };
@@ -146,7 +140,7 @@ fn check_settings(inner: &Ctx, model: Option<&str>, effort: Option<&str>) -> Res
         if model.trim().is_empty() {
             return Err(invalid("model", "must not be empty".to_string()));
         }
-        arbor_roles::check_model(model, &inner.config.model_names())
+        arbor_roles::check_model(model, &ctx.config.model_names())
             .map_err(|message| invalid("model", message))?;
     }
     Ok(())

@@ -8,7 +8,7 @@ use arbor_protocol::AgentPath;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolResult, parse_args, resolve_target};
+use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
 use crate::session::core::{Answer, Input, WaitDone, WaitMode as Mode};
@@ -31,9 +31,9 @@ enum WaitMode {
     All,
 }
 
-pub async fn wait_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn wait_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: WaitArgs = parse_args("wait_agent", arguments)?;
-    let (timeout_ms, raised) = effective_timeout(inner, args.timeout_ms)?;
+    let (timeout_ms, raised) = effective_timeout(ctx, args.timeout_ms)?;
     let mode = match args.mode.unwrap_or(WaitMode::Any) {
         WaitMode::Any => Mode::Any,
         WaitMode::All => Mode::All,
@@ -42,7 +42,7 @@ pub async fn wait_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) 
         Some(names) if !names.is_empty() => {
             let mut targets = Vec::new();
             for name in names {
-                let target = resolve_target(inner, caller, name)?;
+                let target = resolve_target(ctx, caller, name)?;
                 if caller.path().is_within(target.path()) {
                     return Err(format!(
                         "wait_agent cannot wait on the caller itself or an ancestor: {}",
@@ -58,7 +58,7 @@ pub async fn wait_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) 
     };
     let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
     let caller_id = caller.id();
-    let (ticket, mut answer) = inner.session.ask_later(|ticket| Input::Wait {
+    let (ticket, mut answer) = ctx.session.ask_later(|ticket| Input::Wait {
         ticket,
         caller: caller_id,
         targets,
@@ -68,7 +68,7 @@ pub async fn wait_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) 
         answer = &mut answer => answer.ok(),
         () = tokio::time::sleep_until(deadline) => {
             // The session ends the wait (the caller back to running) and answers it.
-            inner.session.send(Input::WaitEnded { ticket });
+            ctx.session.send(Input::WaitEnded { ticket });
             answer.await.ok()
         }
     };
@@ -83,15 +83,15 @@ pub async fn wait_agent(inner: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) 
     if let Some(requested) = raised {
         message.push_str(&format!(
             " Requested timeout of {requested}ms was raised to the minimum of {}ms.",
-            inner.config.wait_min_ms
+            ctx.config.wait_min_ms
         ));
     }
     Ok(json!({"message": message, "timed_out": timed_out}).to_string())
 }
 
 /// The timeout to use, and the requested value when it was raised to the minimum.
-fn effective_timeout(inner: &Ctx, requested: Option<u64>) -> Result<(u64, Option<u64>), String> {
-    let config = &inner.config;
+fn effective_timeout(ctx: &Ctx, requested: Option<u64>) -> Result<(u64, Option<u64>), String> {
+    let config = &ctx.config;
     match requested {
         None => Ok((config.wait_default_ms, None)),
         Some(ms) if ms > config.wait_max_ms => {

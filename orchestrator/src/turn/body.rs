@@ -7,13 +7,24 @@ use std::sync::Arc;
 use arbor_model::{AgentIdentity, Finish, ModelRequest};
 use arbor_protocol::{AbortKind, Event, Mail, MailConsumed, ResponseItem, RolloutItem};
 
-use super::Turn;
 use super::end::Outcome;
+use arbor_mailbox::Inbox;
+use tokio::sync::mpsc;
+
 use crate::agent::{Agent, AgentMsg};
 use crate::ctx::Ctx;
 use crate::sampling::{self, output_limit};
 use crate::session::core::Input;
 use crate::tools::{self, Call};
+
+/// What one turn works with.
+pub(super) struct Turn<'a> {
+    pub ctx: &'a Arc<Ctx>,
+    pub agent: &'a Arc<Agent>,
+    /// The agent's channel: mail handed over while the turn runs.
+    pub rx: &'a mut mpsc::UnboundedReceiver<AgentMsg>,
+    pub inbox: &'a mut Inbox,
+}
 
 pub(super) async fn turn_body(
     turn: Turn<'_>,
@@ -21,7 +32,7 @@ pub(super) async fn turn_body(
     first: Vec<Mail>,
 ) -> Outcome {
     let Turn {
-        ctx: inner,
+        ctx,
         agent,
         rx,
         inbox,
@@ -29,9 +40,9 @@ pub(super) async fn turn_body(
     let mut granted = Some((input, first));
     // Responses cut at the output limit without a call, one after another.
     let mut cut_in_a_row = 0;
-    for _ in 0..inner.config.max_turn_responses {
-        if inner.budget_spent() {
-            let limit = inner.config.budget_tokens.unwrap_or_default();
+    for _ in 0..ctx.config.max_turn_responses {
+        if ctx.budget_spent() {
+            let limit = ctx.config.budget_tokens.unwrap_or_default();
             return Outcome::Aborted(
                 AbortKind::Errored,
                 format!("token budget of {limit} reached"),
@@ -52,11 +63,11 @@ pub(super) async fn turn_body(
                 (Vec::new(), inbox.take_for_request())
             }
         };
-        if let Err(err) = take_input(inner, agent, input, mails) {
+        if let Err(err) = take_input(ctx, agent, input, mails) {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
-        let request = build_request(inner, agent);
-        let sampled = sampling::sample(inner, agent, &request).await;
+        let request = build_request(ctx, agent);
+        let sampled = sampling::sample(ctx, agent, &request).await;
         // The request shares the history: let go of it before appending, so the append
         // happens in place instead of copying the whole history.
         drop(request);
@@ -82,13 +93,13 @@ pub(super) async fn turn_body(
         }
         agent.runtime().history.extend(rest.iter().cloned());
         if let Some(usage) = response.usage {
-            inner.session.send(Input::Usage {
+            ctx.session.send(Input::Usage {
                 agent: agent.id(),
                 usage,
             });
-            if inner.config.budget_tokens.is_some() {
+            if ctx.config.budget_tokens.is_some() {
                 // The next request is made only once the session has counted these tokens.
-                inner.session.ask(|ticket| Input::Sync { ticket }).await;
+                ctx.session.ask(|ticket| Input::Sync { ticket }).await;
             }
         }
         // Events in the order the model produced the items; those of the items recorded while
@@ -103,7 +114,7 @@ pub(super) async fn turn_body(
                         continue;
                     }
                     if announce {
-                        sampling::emit_message(inner, agent, content);
+                        sampling::emit_message(ctx, agent, content);
                     }
                     last_text = Some(content.clone());
                 }
@@ -118,7 +129,7 @@ pub(super) async fn turn_body(
                         arguments: arguments.clone(),
                     };
                     if announce && !response.early.contains_key(call_id) {
-                        sampling::emit_call(inner, agent, &call);
+                        sampling::emit_call(ctx, agent, &call);
                     }
                     calls.push(call);
                 }
@@ -128,7 +139,7 @@ pub(super) async fn turn_body(
             }
         }
         let cut = response.finish == Finish::OutputLimit;
-        let limit = inner
+        let limit = ctx
             .config
             .output_limit(&agent.identity.meta.role, &agent.identity.meta.model);
         cut_in_a_row = if cut && calls.is_empty() {
@@ -157,7 +168,7 @@ pub(super) async fn turn_body(
             // A commentary preamble before tool calls is same-turn work: delivery stays open.
             inbox.reopen();
         }
-        let outputs = tools::run_calls(inner, agent, &calls, response.early).await;
+        let outputs = tools::run_calls(ctx, agent, &calls, response.early).await;
         let items: Vec<ResponseItem> = calls
             .iter()
             .zip(outputs)
@@ -177,7 +188,7 @@ pub(super) async fn turn_body(
         agent.runtime().history.extend(items.iter().cloned());
         for (call, item) in calls.iter().zip(&items) {
             if let ResponseItem::FunctionCallOutput { output, .. } = item {
-                inner.events.emit(Event::ToolResult {
+                ctx.events.emit(Event::ToolResult {
                     path: agent.path().clone(),
                     call_id: call.call_id.clone(),
                     name: call.name.clone(),
@@ -198,7 +209,7 @@ pub(super) async fn turn_body(
 /// Moves the turn's input and its mail into history: the log's lines first (`mail_consumed`
 /// for each mail), then the session hears the mail is taken, then the `mail.delivered` events.
 fn take_input(
-    inner: &Arc<Ctx>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     inputs: Vec<ResponseItem>,
     mails: Vec<Mail>,
@@ -228,13 +239,13 @@ fn take_input(
             }));
     }
     if !mails.is_empty() {
-        inner.session.send(Input::Consumed {
+        ctx.session.send(Input::Consumed {
             agent: agent.id(),
             ids: mails.iter().map(|mail| mail.id).collect(),
         });
     }
     for mail in &mails {
-        inner.events.emit(Event::MailDelivered {
+        ctx.events.emit(Event::MailDelivered {
             id: mail.id,
             recipient: mail.recipient.clone(),
         });
@@ -242,7 +253,7 @@ fn take_input(
     Ok(())
 }
 
-fn build_request(inner: &Ctx, agent: &Agent) -> ModelRequest {
+fn build_request(ctx: &Ctx, agent: &Agent) -> ModelRequest {
     let identity = &agent.identity;
     ModelRequest {
         agent: AgentIdentity {
@@ -255,9 +266,9 @@ fn build_request(inner: &Ctx, agent: &Agent) -> ModelRequest {
         reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),
         input: agent.runtime().history.snapshot(),
-        tools: tools::specs_for(inner, agent),
+        tools: tools::specs_for(ctx, agent),
         parallel_tool_calls: true,
-        max_output_tokens: inner
+        max_output_tokens: ctx
             .config
             .output_limit(&identity.meta.role, &identity.meta.model),
     }

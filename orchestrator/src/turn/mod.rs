@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, AgentMsg, TurnControl, TurnSpan};
 use crate::ctx::Ctx;
 use crate::session::core::{Input, TurnEnd};
+use body::Turn;
 use end::{Outcome, finish_turn};
 
 /// The task of one resident agent. Boxed, because tools the turn runs may make agents (whose
@@ -73,15 +74,6 @@ async fn agent_loop(
             });
         }
     }
-}
-
-/// What one turn works with.
-pub(crate) struct Turn<'a> {
-    pub ctx: &'a Arc<Ctx>,
-    pub agent: &'a Arc<Agent>,
-    /// The agent's channel: mail handed over while the turn runs.
-    pub rx: &'a mut mpsc::UnboundedReceiver<AgentMsg>,
-    pub inbox: &'a mut Inbox,
 }
 
 async fn run_turn(

@@ -26,10 +26,8 @@ use arbor_scheduler::{Residency, RunQueue};
 
 pub use types::{
     AgentSnapshot, Answer, Effect, Home, Input, Registration, Revival, Ticket, Turn, TurnEnd,
-    WaitDone, WaitMode,
+    WaitDone, WaitMode, Waiter,
 };
-
-use waits::Waiter;
 
 /// The limits and switches the decisions follow.
 #[derive(Debug, Clone)]

@@ -273,3 +273,23 @@ pub enum Effect {
         answer: Answer,
     },
 }
+
+/// A request answered when its condition holds.
+#[derive(Debug)]
+pub enum Waiter {
+    /// `wait_agent`; the caller's status before the wait.
+    Agents {
+        ticket: Ticket,
+        caller: ThreadId,
+        targets: Vec<ThreadId>,
+        mode: WaitMode,
+        previous: AgentStatus,
+    },
+    Idle {
+        ticket: Ticket,
+        agent: ThreadId,
+    },
+    Quiet {
+        ticket: Ticket,
+    },
+}

@@ -4,27 +4,8 @@
 
 use arbor_protocol::{AgentPath, AgentStatus, ThreadId};
 
-use super::{AgentSnapshot, Answer, Core, Effect, Entry, Home, Ticket, WaitDone, WaitMode};
-
-/// A request answered when its condition holds.
-#[derive(Debug)]
-pub(super) enum Waiter {
-    /// `wait_agent`; the caller's status before the wait.
-    Agents {
-        ticket: Ticket,
-        caller: ThreadId,
-        targets: Vec<ThreadId>,
-        mode: WaitMode,
-        previous: AgentStatus,
-    },
-    Idle {
-        ticket: Ticket,
-        agent: ThreadId,
-    },
-    Quiet {
-        ticket: Ticket,
-    },
-}
+use super::types::{AgentSnapshot, Answer, Effect, Home, Ticket, WaitDone, WaitMode, Waiter};
+use super::{Core, Entry};
 
 impl Core {
     /// `wait_agent` of `caller`: it shows as `waiting` until the wait ends.

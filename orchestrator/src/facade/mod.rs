@@ -2,6 +2,8 @@
 //! (its files, its lease, the session task), gives the root its prompt, reads the session's
 //! state through the session task, and shuts the session down.
 
+mod files;
+
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -272,19 +274,12 @@ impl Orchestrator {
                         history: Vec::new(),
                         task: None,
                     })
-                    .await
-                    .map_err(OrchestratorError::Start)?;
+                    .await?;
                 // The session is known to every other process (its root in the store) before
                 // anything is announced: one sync, once per session.
                 let upto = ctx.log.appended();
-                ctx.log
-                    .durable(upto, Urgency::Now)
-                    .await
-                    .map_err(|err| OrchestratorError::Start(err.to_string()))?;
-                ctx.projection
-                    .projected(upto)
-                    .await
-                    .map_err(OrchestratorError::Start)?;
+                ctx.log.durable(upto, Urgency::Now).await?;
+                ctx.projection.projected(upto).await?;
                 Ok(spawned.agent)
             })
             .await
@@ -374,10 +369,14 @@ impl Orchestrator {
         target: &str,
         kind: arbor_protocol::MailKind,
         content: &str,
-    ) -> Result<arbor_protocol::Mail, String> {
+    ) -> Result<arbor_protocol::Mail, OrchestratorError> {
         self.announce();
-        let root = self.root.get().ok_or("the session has no root yet")?;
-        let recipient = crate::tools::resolve_target(&self.ctx, root, target)?;
+        let root = self
+            .root
+            .get()
+            .ok_or_else(|| OrchestratorError::Refused("the session has no root yet".into()))?;
+        let recipient = crate::tools::resolve_target(&self.ctx, root, target)
+            .map_err(OrchestratorError::Refused)?;
         crate::mail::send_from_user(&self.ctx, &recipient, kind, content)
     }
 
