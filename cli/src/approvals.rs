@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use arbor_agent_graph::{ApprovalOverride, ApprovalRecord};
-use arbor_orchestrator::{ExternalError, answer_external};
+use arbor_orchestrator::{OrchestratorError, answer_external};
 use serde_json::{Value, json};
 
 use crate::args::{AnswerArgs, ReadArgs};
@@ -95,9 +95,12 @@ pub fn answer(home: &Path, args: &AnswerArgs, approve: bool) -> Result<u8, CliEr
     crate::read::open_store(home)?;
     let answered = answer_external(home, &args.session, &args.request_id, approve).map_err(
         |err| match err {
-            ExternalError::Refused(message) => CliError::usage(message),
-            ExternalError::Start(err) => err.into(),
-            other => CliError::failed(other.to_string()),
+            OrchestratorError::Refused(message) => CliError::usage(message),
+            // What failed underneath a request from outside: the store or the log.
+            other @ (OrchestratorError::Store(_) | OrchestratorError::Log(_)) => {
+                CliError::failed(other.to_string())
+            }
+            other => other.into(),
         },
     )?;
     let record = &answered.record;

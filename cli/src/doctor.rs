@@ -311,7 +311,7 @@ fn convert_legacy(home: &Path, leases: &mut Vec<Lease>) -> Result<(), CliError> 
 fn take_lease(home: &Path, session: ThreadId) -> Result<Lease, CliError> {
     match Lease::acquire(home, session) {
         Ok(lease) => Ok(lease),
-        Err(arbor_orchestrator::LeaseError::Held { pid, .. }) => Err(CliError {
+        Err(arbor_orchestrator::OrchestratorError::Held { pid, .. }) => Err(CliError {
             code: 3,
             message: format!(
                 "session {session} is driven by process {pid}; stop it before rebuilding"

@@ -52,13 +52,16 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
     fn from(err: arbor_orchestrator::OrchestratorError) -> Self {
         use arbor_orchestrator::OrchestratorError as E;
         let code = match &err {
-            E::Lease(arbor_orchestrator::LeaseError::Held { .. }) => 3,
+            E::Held { .. } => 3,
             E::Roles(_) | E::Policy(_) => 2,
             E::Store(store) if store.is_lookup() => 2,
             E::Refused(_) => 2,
-            E::Store(_) | E::Lease(_) | E::Start(_) | E::Log(_) | E::Projection(_) | E::Stopped => {
-                1
-            }
+            E::Store(_)
+            | E::LeaseIo { .. }
+            | E::Start(_)
+            | E::Log(_)
+            | E::Projection(_)
+            | E::Stopped => 1,
         };
         Self {
             code,

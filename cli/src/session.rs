@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arbor_model::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
 use arbor_orchestrator::{
-    ExternalError, Lease, Orchestrator, close_external, interrupt_external, send_external,
+    Lease, Orchestrator, OrchestratorError, close_external, interrupt_external, send_external,
 };
 use arbor_protocol::{AgentStatus, MailKind};
 
@@ -45,11 +45,14 @@ impl ModelClient for NoModel {
     }
 }
 
-fn external(err: ExternalError) -> CliError {
+fn external(err: OrchestratorError) -> CliError {
     match err {
-        ExternalError::Refused(message) => CliError::usage(message),
-        ExternalError::Start(err) => err.into(),
-        other => CliError::failed(other.to_string()),
+        OrchestratorError::Refused(message) => CliError::usage(message),
+        // What failed underneath a request from outside: the store or the log.
+        other @ (OrchestratorError::Store(_) | OrchestratorError::Log(_)) => {
+            CliError::failed(other.to_string())
+        }
+        other => other.into(),
     }
 }
 

@@ -6,6 +6,8 @@ use std::pin::Pin;
 use arbor_protocol::{AgentPath, ResponseItem, ThreadId, ToolSpec, Usage};
 use tokio::sync::mpsc;
 
+use crate::ModelError;
+
 /// A boxed, sendable future: what `ModelClient` methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -72,30 +74,6 @@ pub enum ModelEvent {
 
 /// Where a provider reports streaming progress. Dropped receivers are fine.
 pub type ModelEvents = mpsc::UnboundedSender<ModelEvent>;
-
-/// Why a response could not be produced. `Display` is the reason shown in `errored: <reason>`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ModelError {
-    /// The scripted model has no answer (no matching entry, script exhausted).
-    #[error("{0}")]
-    Script(String),
-    /// Retries for 429 responses ran out.
-    #[error("rate_limited")]
-    RateLimited,
-    /// The server answered with an error that retrying will not fix.
-    #[error("model error (http {status}): {message}")]
-    Http { status: u16, message: String },
-    /// The connection failed or the stream broke and retries ran out.
-    #[error("transport error: {0}")]
-    Transport(String),
-    /// The server ended the response with a failure that retrying will not fix: the context is
-    /// too long, the quota is spent, the answer was cut at the output limit or filtered.
-    #[error("model response failed: {0}")]
-    Failed(String),
-    /// The provider is misconfigured (missing key, bad URL).
-    #[error("model configuration: {0}")]
-    Config(String),
-}
 
 /// A model provider. The scripted model and the HTTP providers all sit behind this trait, and
 /// the orchestrator only ever talks to it.

@@ -4,6 +4,7 @@
 pub mod arguments;
 pub mod chat;
 mod client;
+mod error;
 pub mod http;
 pub mod responses;
 pub mod retry;
@@ -12,13 +13,14 @@ pub mod sse;
 pub mod stream;
 
 pub use client::{
-    AgentIdentity, BoxFuture, Finish, ModelClient, ModelError, ModelEvent, ModelEvents,
-    ModelRequest, ModelResponse,
+    AgentIdentity, BoxFuture, Finish, ModelClient, ModelEvent, ModelEvents, ModelRequest,
+    ModelResponse,
 };
+pub use error::ModelError;
 pub use http::{
     DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT, HttpProviderConfig,
     ProviderKind, api_key_from_env, build_provider,
 };
 pub use retry::RetryPolicy;
-pub use scripted::{ScriptError, ScriptedModel};
+pub use scripted::ScriptedModel;
 pub use stream::{DecodedStream, decode_stream};

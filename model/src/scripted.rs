@@ -9,7 +9,7 @@ mod tally;
 mod template;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -20,37 +20,6 @@ use crate::{
 };
 use script::{Item, Script};
 use template::Context;
-
-/// Why a script could not be loaded. Every variant names the file (when there is one) and, for
-/// a bad script, the JSON path of the problem.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ScriptError {
-    /// The file could not be read.
-    #[error("script {}: cannot read the file: {reason}", file.display())]
-    Read { file: PathBuf, reason: String },
-    /// The text is not JSON.
-    #[error("{}: invalid json at line {line} column {column}: {reason}", origin(.file))]
-    Syntax {
-        file: Option<PathBuf>,
-        line: usize,
-        column: usize,
-        reason: String,
-    },
-    /// The JSON is not a valid script; `at` is a JSON path such as `$.agents[0].match`.
-    #[error("{}: {at}: {reason}", origin(.file))]
-    Invalid {
-        file: Option<PathBuf>,
-        at: String,
-        reason: String,
-    },
-}
-
-fn origin(file: &Option<PathBuf>) -> String {
-    match file {
-        Some(file) => format!("script {}", file.display()),
-        None => "script".to_string(),
-    }
-}
 
 /// A model provider that answers from a script: deterministic, offline, instant unless a
 /// response asks for a delay.
@@ -76,20 +45,20 @@ struct State {
 
 impl ScriptedModel {
     /// Parses and validates a script.
-    pub fn from_json(text: &str) -> Result<Self, ScriptError> {
+    pub fn from_json(text: &str) -> Result<Self, ModelError> {
         Self::parse(text, None)
     }
 
     /// Reads, parses and validates the script at `path`; errors name the file.
-    pub fn load(path: &Path) -> Result<Self, ScriptError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read {
+    pub fn load(path: &Path) -> Result<Self, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ModelError::ScriptRead {
             file: path.to_path_buf(),
             reason: error.to_string(),
         })?;
         Self::parse(&text, Some(path))
     }
 
-    fn parse(text: &str, file: Option<&Path>) -> Result<Self, ScriptError> {
+    fn parse(text: &str, file: Option<&Path>) -> Result<Self, ModelError> {
         let file = file.map(Path::to_path_buf);
         let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
             let (line, column) = (error.line(), error.column());
@@ -98,14 +67,14 @@ impl ScriptedModel {
                 .strip_suffix(&format!(" at line {line} column {column}"))
                 .unwrap_or(&full)
                 .to_string();
-            ScriptError::Syntax {
+            ModelError::ScriptSyntax {
                 file: file.clone(),
                 line,
                 column,
                 reason,
             }
         })?;
-        let script = Script::from_value(&value).map_err(|invalid| ScriptError::Invalid {
+        let script = Script::from_value(&value).map_err(|invalid| ModelError::ScriptInvalid {
             file,
             at: invalid.at,
             reason: invalid.reason,

@@ -8,6 +8,8 @@
 //! said all it meant to, so its final event is kept rather than lost. (A connection that breaks
 //! is a transport error; the caller does not call `finish` then.)
 
+use crate::ModelError;
+
 /// The longest line or event accepted, in bytes: a bound on what a server can make us buffer.
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
@@ -29,13 +31,6 @@ impl SseEvent {
     pub fn kind(&self) -> &str {
         self.event.as_deref().unwrap_or("message")
     }
-}
-
-/// The stream broke the format's bounds.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SseError {
-    #[error("event stream line or event longer than {MAX_EVENT_BYTES} bytes")]
-    TooLarge,
 }
 
 /// The parser state between reads.
@@ -61,7 +56,7 @@ impl SseParser {
     }
 
     /// Parses `chunk` and appends every event it completes to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ModelError> {
         if self.started {
             return self.scan(chunk, out);
         }
@@ -75,7 +70,7 @@ impl SseParser {
 
     /// The end of the stream: a final line without a terminator is taken as a line, and an
     /// event still being built is dispatched.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ModelError> {
         if !self.started {
             self.start(out)?;
         }
@@ -88,13 +83,13 @@ impl SseParser {
         Ok(())
     }
 
-    fn start(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn start(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ModelError> {
         self.started = true;
         let head = std::mem::take(&mut self.head);
         self.scan(head.strip_prefix(BOM).unwrap_or(&head), out)
     }
 
-    fn scan(&mut self, mut rest: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn scan(&mut self, mut rest: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ModelError> {
         if self.skip_lf && !rest.is_empty() {
             self.skip_lf = false;
             if let Some(tail) = rest.strip_prefix(b"\n") {
@@ -126,15 +121,15 @@ impl SseParser {
         self.push_partial(rest)
     }
 
-    fn push_partial(&mut self, bytes: &[u8]) -> Result<(), SseError> {
+    fn push_partial(&mut self, bytes: &[u8]) -> Result<(), ModelError> {
         if self.line.len() + bytes.len() > MAX_EVENT_BYTES {
-            return Err(SseError::TooLarge);
+            return Err(ModelError::EventTooLarge);
         }
         self.line.extend_from_slice(bytes);
         Ok(())
     }
 
-    fn line_done(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn line_done(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ModelError> {
         if line.is_empty() {
             self.dispatch(out);
             return Ok(());
@@ -152,7 +147,7 @@ impl SseParser {
         match field {
             b"data" => {
                 if self.data.len() + value.len() > MAX_EVENT_BYTES {
-                    return Err(SseError::TooLarge);
+                    return Err(ModelError::EventTooLarge);
                 }
                 if self.has_data {
                     self.data.push('\n');

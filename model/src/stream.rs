@@ -84,7 +84,7 @@ pub(crate) async fn read_stream<D: Decoder>(
     decoder.finish()
 }
 
-fn invalid(error: crate::sse::SseError) -> Failure {
+fn invalid(error: crate::ModelError) -> Failure {
     Failure::retry(error.to_string())
 }
 

@@ -2,9 +2,10 @@
 //! answered. (A `Result<_, String>` in the orchestrator carries text a model or a person reads
 //! verbatim: a tool's output, a refusal, the reason a turn ended.)
 
-use arbor_rollout::log::LogError;
+use std::path::PathBuf;
 
-use crate::lease::LeaseError;
+use arbor_protocol::ThreadId;
+use arbor_rollout::log::LogError;
 
 /// Why a session could not start or run.
 #[derive(Debug, thiserror::Error)]
@@ -13,10 +14,20 @@ pub enum OrchestratorError {
     Store(#[from] arbor_agent_graph::StoreError),
     #[error(transparent)]
     Roles(#[from] arbor_roles::RoleError),
+    /// Another live process holds the session's lease.
+    #[error(
+        "session {session} is driven by another process (pid {pid}); wait for it to finish or stop it"
+    )]
+    Held { session: ThreadId, pid: String },
+    /// The lease file could not be opened, locked or written.
+    #[error("lease file {}: {source}", .path.display())]
+    LeaseIo {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(transparent)]
-    Lease(#[from] LeaseError),
-    #[error(transparent)]
-    Policy(#[from] arbor_tools::PolicyError),
+    Policy(#[from] arbor_tools::ToolError),
     #[error("{0}")]
     Start(String),
     /// The session log could not take or sync a line.
@@ -28,7 +39,8 @@ pub enum OrchestratorError {
     /// The session stopped before the request was answered.
     #[error("the session stopped")]
     Stopped,
-    /// A request was refused; the text says why, as the model or the user reads it.
+    /// A request was refused (an unknown target, a closed agent, an empty message); the text
+    /// says why, as the model or the user reads it.
     #[error("{0}")]
     Refused(String),
 }

@@ -14,34 +14,20 @@ use arbor_protocol::{
 use arbor_rollout::log::append_external;
 
 use crate::error::OrchestratorError;
-use crate::lease::{Lease, LeaseError};
+use crate::lease::Lease;
 use crate::mail;
 use crate::open::SessionView;
 
-/// Why an action from outside the tree was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ExternalError {
-    /// The request itself is wrong (unknown target, closed agent, empty message).
-    #[error("{0}")]
-    Refused(String),
-    #[error(transparent)]
-    Start(#[from] OrchestratorError),
-    #[error(transparent)]
-    Store(#[from] arbor_agent_graph::StoreError),
-    #[error(transparent)]
-    Log(#[from] arbor_rollout::log::LogError),
-}
-
 /// The open agent of the view that `target` (a path or a thread id) names.
-fn resolve<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, ExternalError> {
+fn resolve<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, OrchestratorError> {
     let target = target.trim();
     let session = view.root.id();
     if let Ok(id) = ThreadId::parse(target) {
         let row = view.state.thread(id).ok_or_else(|| {
-            ExternalError::Refused(format!("agent `{target}` not found in session {session}"))
+            OrchestratorError::Refused(format!("agent `{target}` not found in session {session}"))
         })?;
         if view.state.behind_closed(row) {
-            return Err(ExternalError::Refused(format!(
+            return Err(OrchestratorError::Refused(format!(
                 "agent {} is closed",
                 row.record.path()
             )));
@@ -50,11 +36,13 @@ fn resolve<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, Exte
     }
     let path = AgentPath::root()
         .resolve(target)
-        .map_err(|err| ExternalError::Refused(err.to_string()))?;
+        .map_err(|err| OrchestratorError::Refused(err.to_string()))?;
     match view.state.at_path(&path) {
         Some(row) if !view.state.behind_closed(row) => Ok(row),
-        Some(_) => Err(ExternalError::Refused(format!("agent {path} is closed"))),
-        None => Err(ExternalError::Refused(format!(
+        Some(_) => Err(OrchestratorError::Refused(format!(
+            "agent {path} is closed"
+        ))),
+        None => Err(OrchestratorError::Refused(format!(
             "live agent path `{path}` not found"
         ))),
     }
@@ -76,11 +64,11 @@ pub fn send_external(
     target: &str,
     kind: MailKind,
     content: &str,
-) -> Result<SentExternal, ExternalError> {
-    mail::check_content(content).map_err(ExternalError::Refused)?;
+) -> Result<SentExternal, OrchestratorError> {
+    mail::check_content(content).map_err(OrchestratorError::Refused)?;
     let view = SessionView::open(home, session)?;
     let target = resolve(&view, target)?;
-    mail::check_recipient(kind, target.record.path()).map_err(ExternalError::Refused)?;
+    mail::check_recipient(kind, target.record.path()).map_err(OrchestratorError::Refused)?;
     let mail = Mail::new(
         AgentPath::root(),
         target.record.path().clone(),
@@ -103,11 +91,11 @@ pub fn close_external(
     home: &Path,
     session: &str,
     target: &str,
-) -> Result<AgentStatus, ExternalError> {
+) -> Result<AgentStatus, OrchestratorError> {
     let view = SessionView::open(home, session)?;
     let target = resolve(&view, target)?;
     if target.record.path().is_root() {
-        return Err(ExternalError::Refused(
+        return Err(OrchestratorError::Refused(
             "root is not a spawned agent".to_string(),
         ));
     }
@@ -125,7 +113,7 @@ pub fn interrupt_external(
     home: &Path,
     session: &str,
     target: &str,
-) -> Result<AgentStatus, ExternalError> {
+) -> Result<AgentStatus, OrchestratorError> {
     let view = SessionView::open(home, session)?;
     let target = resolve(&view, target)?;
     let previous = target.reported_status(view.driven);
@@ -160,23 +148,23 @@ pub fn answer_external(
     session: &str,
     request_id: &str,
     approve: bool,
-) -> Result<ExternalAnswer, ExternalError> {
+) -> Result<ExternalAnswer, OrchestratorError> {
     let view = SessionView::open(home, session)?;
     let request_id = request_id.trim();
     let record = view.state.approval(request_id).cloned().ok_or_else(|| {
-        ExternalError::Refused(format!(
+        OrchestratorError::Refused(format!(
             "approval request `{request_id}` not found in session {}",
             view.root.id()
         ))
     })?;
     let key = crate::approval::record_key(&record);
     if approve && key.is_none() {
-        return Err(ExternalError::Refused(format!(
+        return Err(OrchestratorError::Refused(format!(
             "approval request {request_id} is not a command and cannot be approved"
         )));
     }
     let refused =
-        |what: String| ExternalError::Refused(format!("approval request {request_id} {what}"));
+        |what: String| OrchestratorError::Refused(format!("approval request {request_id} {what}"));
     let waiting = view.state.answers.get(request_id).copied();
     if record.outcome == ApprovalOutcome::Pending && waiting.is_some() {
         return Err(refused(
@@ -203,8 +191,8 @@ pub fn answer_external(
     // Without a driver this process decides, holding the lease so that none starts meanwhile.
     let lease = match Lease::acquire(home, view.root.id()) {
         Ok(lease) => Some(lease),
-        Err(LeaseError::Held { .. }) => None,
-        Err(err) => return Err(OrchestratorError::from(err).into()),
+        Err(OrchestratorError::Held { .. }) => None,
+        Err(err) => return Err(err),
     };
     let requester = record.requester_id;
     let mut lines = Vec::new();

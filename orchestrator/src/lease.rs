@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use arbor_protocol::ThreadId;
 
+use crate::error::OrchestratorError;
+
 /// A held lease; released when dropped.
 #[derive(Debug)]
 pub struct Lease {
@@ -19,21 +21,6 @@ pub struct Lease {
     pub took_over_from: Option<u32>,
 }
 
-/// Why a lease could not be taken.
-#[derive(Debug, thiserror::Error)]
-pub enum LeaseError {
-    #[error(
-        "session {session} is driven by another process (pid {pid}); wait for it to finish or stop it"
-    )]
-    Held { session: ThreadId, pid: String },
-    #[error("lease file {}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 /// Where a session's lease lives.
 pub fn lease_path(home: &Path, session: ThreadId) -> PathBuf {
     home.join("leases").join(format!("{session}.lock"))
@@ -41,9 +28,9 @@ pub fn lease_path(home: &Path, session: ThreadId) -> PathBuf {
 
 impl Lease {
     /// Takes the session's lease, or says which pid holds it.
-    pub fn acquire(home: &Path, session: ThreadId) -> Result<Self, LeaseError> {
+    pub fn acquire(home: &Path, session: ThreadId) -> Result<Self, OrchestratorError> {
         let path = lease_path(home, session);
-        let io = |source| LeaseError::Io {
+        let io = |source| OrchestratorError::LeaseIo {
             path: path.clone(),
             source,
         };
@@ -66,7 +53,7 @@ impl Lease {
         file.read_to_string(&mut previous).map_err(io)?;
         let previous = previous.trim().to_string();
         if !locked {
-            return Err(LeaseError::Held {
+            return Err(OrchestratorError::Held {
                 session,
                 pid: if previous.is_empty() {
                     "unknown".to_string()

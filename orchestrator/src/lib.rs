@@ -35,11 +35,11 @@ pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 pub use crate::error::OrchestratorError;
 pub use crate::external::{
-    ExternalAnswer, ExternalError, SentExternal, answer_external, close_external,
-    interrupt_external, send_external,
+    ExternalAnswer, SentExternal, answer_external, close_external, interrupt_external,
+    send_external,
 };
 pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
-pub use crate::lease::{Lease, LeaseError};
+pub use crate::lease::Lease;
 pub use crate::open::{SessionView, find_root};
 pub use crate::resume::ResumeInfo;
 pub use arbor_tools::SandboxStatus;

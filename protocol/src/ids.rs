@@ -6,14 +6,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
 
+use crate::error::ProtocolError;
+
 /// The id of one agent thread (and, for a root thread, of its session).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadId(Uuid);
-
-/// A thread or mail id that is not a UUID.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid id `{0}`: expected a UUID such as 0190c2a4-7b3e-7c1a-9f2b-3c4d5e6f7a8b")]
-pub struct ThreadIdError(pub String);
 
 impl ThreadId {
     /// A fresh time-ordered id.
@@ -22,10 +19,10 @@ impl ThreadId {
     }
 
     /// Parses the hyphenated text form.
-    pub fn parse(text: &str) -> Result<Self, ThreadIdError> {
+    pub fn parse(text: &str) -> Result<Self, ProtocolError> {
         Uuid::try_parse(text)
             .map(Self)
-            .map_err(|_| ThreadIdError(text.to_string()))
+            .map_err(|_| ProtocolError::Id(text.to_string()))
     }
 
     /// The hyphenated lowercase text form.
@@ -53,7 +50,7 @@ impl fmt::Debug for ThreadId {
 }
 
 impl FromStr for ThreadId {
-    type Err = ThreadIdError;
+    type Err = ProtocolError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::parse(s)
     }
@@ -84,7 +81,7 @@ impl MailId {
     }
 
     /// Parses the hyphenated text form.
-    pub fn parse(text: &str) -> Result<Self, ThreadIdError> {
+    pub fn parse(text: &str) -> Result<Self, ProtocolError> {
         ThreadId::parse(text).map(Self)
     }
 }

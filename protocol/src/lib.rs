@@ -1,6 +1,7 @@
 //! Leaf types shared by every arbor crate: thread ids, agent paths, mail, agent statuses,
 //! timestamps and the rollout item types. No I/O lives here.
 
+mod error;
 mod facts;
 mod ids;
 mod mail;
@@ -9,17 +10,18 @@ mod rollout;
 mod status;
 mod time;
 
+pub use error::ProtocolError;
 pub use facts::{ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget};
-pub use ids::{MailId, ThreadId, ThreadIdError};
+pub use ids::{MailId, ThreadId};
 pub use mail::{Mail, MailKind};
-pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, ROOT_NAME};
+pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ROOT_NAME};
 pub use rollout::{
     AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, MailConsumed,
     ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta, TurnAborted,
     TurnCompleted, TurnStarted, Usage, rollout_relative_path,
 };
 pub use status::AgentStatus;
-pub use time::{Timestamp, TimestampError};
+pub use time::Timestamp;
 
 mod tool;
 pub use tool::ToolSpec;

@@ -4,31 +4,14 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::error::ProtocolError;
+
 /// The name of the root segment.
 pub const ROOT_NAME: &str = "root";
 /// Longest agent name (one segment), in bytes, inclusive.
 pub const MAX_SEGMENT_BYTES: usize = 255;
 /// Longest whole path, in bytes, inclusive.
 pub const MAX_PATH_BYTES: usize = 4096;
-
-/// Why a name or path was refused. The `Display` text is given to the model verbatim.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PathError {
-    #[error("agent_name must not be empty")]
-    Empty,
-    #[error("agent_name `{0}` is reserved")]
-    Reserved(String),
-    #[error("agent_name must use only lowercase letters, digits, and underscores")]
-    Charset,
-    #[error("agent_name must be at most {MAX_SEGMENT_BYTES} bytes")]
-    SegmentTooLong,
-    #[error("agent path must be at most {MAX_PATH_BYTES} bytes")]
-    PathTooLong,
-    #[error("agent path must start with /root")]
-    NotUnderRoot,
-    #[error("agent path must not end with `/`")]
-    TrailingSlash,
-}
 
 /// An absolute agent path. Always starts with `/root`; every further segment is a valid name.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,61 +30,61 @@ impl AgentPath {
     }
 
     /// Parses an absolute path with every rule, byte limits included.
-    pub fn parse(text: &str) -> Result<Self, PathError> {
+    pub fn parse(text: &str) -> Result<Self, ProtocolError> {
         Self::parse_with(text, Limits::Checked)
     }
 
     /// Parses a path read back from disk: syntax is checked, the byte limits are not, so a path
     /// written under other limits still loads.
-    pub fn from_persisted(text: &str) -> Result<Self, PathError> {
+    pub fn from_persisted(text: &str) -> Result<Self, ProtocolError> {
         Self::parse_with(text, Limits::Unchecked)
     }
 
-    fn parse_with(text: &str, limits: Limits) -> Result<Self, PathError> {
+    fn parse_with(text: &str, limits: Limits) -> Result<Self, ProtocolError> {
         if text.len() > 1 && text.ends_with('/') {
-            return Err(PathError::TrailingSlash);
+            return Err(ProtocolError::TrailingSlash);
         }
         let rest = text
             .strip_prefix("/root")
             .filter(|rest| rest.is_empty() || rest.starts_with('/'))
-            .ok_or(PathError::NotUnderRoot)?;
+            .ok_or(ProtocolError::NotUnderRoot)?;
         if !rest.is_empty() {
             for segment in rest[1..].split('/') {
                 check_name(segment, limits)?;
             }
         }
         if limits == Limits::Checked && text.len() > MAX_PATH_BYTES {
-            return Err(PathError::PathTooLong);
+            return Err(ProtocolError::PathTooLong);
         }
         Ok(Self(text.to_string()))
     }
 
     /// Checks one agent name (a `task_name`) against every rule.
-    pub fn validate_name(name: &str) -> Result<(), PathError> {
+    pub fn validate_name(name: &str) -> Result<(), ProtocolError> {
         check_name(name, Limits::Checked)
     }
 
     /// The child path `self/name`, checking the name and the whole-path limit.
-    pub fn join(&self, name: &str) -> Result<Self, PathError> {
+    pub fn join(&self, name: &str) -> Result<Self, ProtocolError> {
         check_name(name, Limits::Checked)?;
         let joined = format!("{}/{name}", self.0);
         if joined.len() > MAX_PATH_BYTES {
-            return Err(PathError::PathTooLong);
+            return Err(ProtocolError::PathTooLong);
         }
         Ok(Self(joined))
     }
 
     /// Resolves a target as the agent at `self` would name it: `/…` is absolute; anything else
     /// is relative to `self`, so relative names only reach descendants.
-    pub fn resolve(&self, target: &str) -> Result<Self, PathError> {
+    pub fn resolve(&self, target: &str) -> Result<Self, ProtocolError> {
         if target.starts_with('/') {
             return Self::parse(target);
         }
         if target.is_empty() {
-            return Err(PathError::Empty);
+            return Err(ProtocolError::EmptyName);
         }
         if target.ends_with('/') {
-            return Err(PathError::TrailingSlash);
+            return Err(ProtocolError::TrailingSlash);
         }
         let mut path = self.clone();
         for segment in target.split('/') {
@@ -145,21 +128,21 @@ impl AgentPath {
     }
 }
 
-fn check_name(name: &str, limits: Limits) -> Result<(), PathError> {
+fn check_name(name: &str, limits: Limits) -> Result<(), ProtocolError> {
     if name.is_empty() {
-        return Err(PathError::Empty);
+        return Err(ProtocolError::EmptyName);
     }
     if name == ROOT_NAME || name == "." || name == ".." {
-        return Err(PathError::Reserved(name.to_string()));
+        return Err(ProtocolError::ReservedName(name.to_string()));
     }
     if !name
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     {
-        return Err(PathError::Charset);
+        return Err(ProtocolError::NameCharset);
     }
     if limits == Limits::Checked && name.len() > MAX_SEGMENT_BYTES {
-        return Err(PathError::SegmentTooLong);
+        return Err(ProtocolError::NameTooLong);
     }
     Ok(())
 }
@@ -197,7 +180,7 @@ mod tests {
         AgentPath::parse(text).expect(text)
     }
 
-    fn err(result: Result<AgentPath, PathError>) -> String {
+    fn err(result: Result<AgentPath, ProtocolError>) -> String {
         result.expect_err("should be refused").to_string()
     }
 

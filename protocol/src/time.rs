@@ -5,14 +5,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::error::ProtocolError;
+
 /// Milliseconds since the Unix epoch, UTC.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Timestamp(i64);
-
-/// Text that is not an RFC 3339 UTC timestamp of the form arbor writes.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid timestamp `{0}`: expected YYYY-MM-DDTHH:MM:SS[.mmm]Z")]
-pub struct TimestampError(pub String);
 
 impl Timestamp {
     /// The current time.
@@ -52,8 +49,8 @@ impl Timestamp {
     }
 
     /// Parses the form written by `Display` (milliseconds optional).
-    pub fn parse(text: &str) -> Result<Self, TimestampError> {
-        parse_rfc3339(text).ok_or_else(|| TimestampError(text.to_string()))
+    pub fn parse(text: &str) -> Result<Self, ProtocolError> {
+        parse_rfc3339(text).ok_or_else(|| ProtocolError::Timestamp(text.to_string()))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The session lease: one driver at a time, a dead driver's lease is taken over.
 
-use arbor_orchestrator::{Lease, LeaseError};
+use arbor_orchestrator::{Lease, OrchestratorError};
 use arbor_protocol::ThreadId;
 
 #[test]
@@ -14,7 +14,7 @@ fn a_second_driver_is_refused_with_the_holders_pid() {
         Some(std::process::id())
     );
     match Lease::acquire(home.path(), session) {
-        Err(LeaseError::Held { pid, .. }) => assert_eq!(pid, std::process::id().to_string()),
+        Err(OrchestratorError::Held { pid, .. }) => assert_eq!(pid, std::process::id().to_string()),
         other => panic!("expected the lease to be held, got {other:?}"),
     }
     drop(first);

@@ -1,9 +1,9 @@
 //! Agent-path rules through the public API.
 
-use arbor_protocol::{AgentPath, PathError};
+use arbor_protocol::{AgentPath, ProtocolError};
 
 /// Renders a result as the path text, or `error: <message>`, and compares.
-fn check(actual: Result<AgentPath, PathError>, expected: &str) {
+fn check(actual: Result<AgentPath, ProtocolError>, expected: &str) {
     let got = match actual {
         Ok(path) => path.to_string(),
         Err(err) => format!("error: {err}"),

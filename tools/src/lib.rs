@@ -1,27 +1,26 @@
 //! Work tools (behaviour §7, §8): `exec_command`, `apply_patch`, the command policy
 //! ([`Policy`]) and the Landlock sandbox ([`SandboxLauncher`], a [`Launcher`]).
 
+mod error;
 mod exec;
 mod patch;
 mod policy;
 mod sandbox;
 
+pub use error::ToolError;
 pub use exec::{
     CORE_VARIABLES, DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES,
-    ExecArgs, ExecArgsError, ExecConfig, ExecOutcome, ExecRequest, Inherit, Launcher,
-    LiveProcesses, MAX_EXEC_TIMEOUT_MS, PlainLauncher, SECRET_MARKERS, SandboxPermissions,
-    ShellEnvironment, WithEnv, exec_tool_spec, exec_tool_spec_with, looks_secret, run_exec,
+    ExecArgs, ExecConfig, ExecOutcome, ExecRequest, Inherit, Launcher, LiveProcesses,
+    MAX_EXEC_TIMEOUT_MS, PlainLauncher, SECRET_MARKERS, SandboxPermissions, ShellEnvironment,
+    WithEnv, exec_tool_spec, exec_tool_spec_with, looks_secret, run_exec,
 };
 pub use patch::{
-    ApplyPatchArgs, ChangeKind, FileChange, FileOp, Hunk, HunkLine, ParseError, Patch, PatchError,
-    PatchSummary, apply_patch, apply_patch_confined, apply_patch_tool_spec, parse_patch,
-    patch_paths,
+    ApplyPatchArgs, ChangeKind, FileChange, FileOp, Hunk, HunkLine, Patch, PatchSummary,
+    apply_patch, apply_patch_confined, apply_patch_tool_spec, parse_patch, patch_paths,
 };
 pub use policy::{
-    Decision, Evaluation, GIT_HARDENING_ENV, PatternToken, Policy, PolicyError, Rule, RuleMatch,
-    TRUST_TABLE, canonical, git_config_risk, is_known_read_only, trust_workspace,
-    trusted_workspaces, workspace_trusted,
+    Decision, Evaluation, GIT_HARDENING_ENV, PatternToken, Policy, Rule, RuleMatch, TRUST_TABLE,
+    canonical, git_config_risk, is_known_read_only, trust_workspace, trusted_workspaces,
+    workspace_trusted,
 };
-pub use sandbox::{
-    PROTECTED_ENTRIES, SANDBOX_ENV, SandboxError, SandboxLauncher, SandboxStatus, sandbox_status,
-};
+pub use sandbox::{PROTECTED_ENTRIES, SANDBOX_ENV, SandboxLauncher, SandboxStatus, sandbox_status};

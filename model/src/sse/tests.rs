@@ -167,5 +167,5 @@ fn oversized_lines_are_refused() {
     let big = vec![b'a'; MAX_EVENT_BYTES / 2 + 1];
     parser.feed(b"data: ", &mut out).expect("feed");
     parser.feed(&big, &mut out).expect("first half fits");
-    assert_eq!(parser.feed(&big, &mut out), Err(SseError::TooLarge));
+    assert_eq!(parser.feed(&big, &mut out), Err(ModelError::EventTooLarge));
 }

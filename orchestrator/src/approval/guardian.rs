@@ -161,9 +161,16 @@ fn classify(error: Option<&ModelError>, reason: &str) -> ReviewFailure {
         Some(ModelError::RateLimited) => ReviewFailure::RateLimited,
         Some(ModelError::Http { status, .. }) => ReviewFailure::ServerError(*status),
         Some(ModelError::Transport(detail)) => ReviewFailure::Transport(detail.clone()),
-        Some(ModelError::Script(_) | ModelError::Config(_) | ModelError::Failed(_)) | None => {
-            ReviewFailure::ReviewerError(reason.to_string())
-        }
+        Some(
+            ModelError::Script(_)
+            | ModelError::Config(_)
+            | ModelError::Failed(_)
+            | ModelError::ScriptRead { .. }
+            | ModelError::ScriptSyntax { .. }
+            | ModelError::ScriptInvalid { .. }
+            | ModelError::EventTooLarge,
+        )
+        | None => ReviewFailure::ReviewerError(reason.to_string()),
     }
 }
 

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::ToolError;
 use arbor_protocol::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -55,19 +56,6 @@ impl SandboxPermissions {
     }
 }
 
-/// Why `exec_command` arguments were refused before anything ran.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecArgsError {
-    #[error("invalid exec_command arguments: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("cmd must not be empty")]
-    EmptyCommand,
-    #[error("timeout_ms must be at least 1")]
-    TimeoutZero,
-    #[error("timeout_ms must be at most {max}")]
-    TimeoutTooLarge { max: u64 },
-}
-
 /// Limits the runtime applies to every `exec_command` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecConfig {
@@ -91,21 +79,21 @@ impl Default for ExecConfig {
 
 impl ExecArgs {
     /// Parses the model's JSON arguments.
-    pub fn parse(json: &str) -> Result<Self, ExecArgsError> {
+    pub fn parse(json: &str) -> Result<Self, ToolError> {
         Ok(serde_json::from_str(json)?)
     }
 
     /// Checks the command and the timeout against `config` and returns the timeout to use.
-    pub fn timeout(&self, config: &ExecConfig) -> Result<Duration, ExecArgsError> {
+    pub fn timeout(&self, config: &ExecConfig) -> Result<Duration, ToolError> {
         if self.cmd.trim().is_empty() {
-            return Err(ExecArgsError::EmptyCommand);
+            return Err(ToolError::EmptyCommand);
         }
         let ms = self.timeout_ms.unwrap_or(config.default_timeout_ms);
         if ms == 0 {
-            return Err(ExecArgsError::TimeoutZero);
+            return Err(ToolError::TimeoutZero);
         }
         if ms > config.max_timeout_ms {
-            return Err(ExecArgsError::TimeoutTooLarge {
+            return Err(ToolError::TimeoutTooLarge {
                 max: config.max_timeout_ms,
             });
         }

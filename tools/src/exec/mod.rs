@@ -14,8 +14,7 @@ mod tests;
 
 pub use args::{
     DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, ExecArgs,
-    ExecArgsError, ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec,
-    exec_tool_spec_with,
+    ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec, exec_tool_spec_with,
 };
 pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
 pub use group::LiveProcesses;

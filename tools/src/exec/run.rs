@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::args::{ExecArgs, ExecArgsError, ExecConfig};
+use super::args::{ExecArgs, ExecConfig};
 use super::capture::HeadTail;
 use super::contain::Supervision;
 use super::env::ShellEnvironment;
 use super::group::{CommandGuard, LiveProcesses};
 use super::launcher::{Launcher, PlainLauncher};
+use crate::ToolError;
 
 /// One command ready to run: everything the model asked for, resolved and checked.
 #[derive(Debug, Clone)]
@@ -58,11 +59,7 @@ impl ExecRequest {
 
     /// Resolves the model's arguments against the agent's `cwd` and the limits of `config`.
     /// The launcher is [`PlainLauncher`] and the live count fresh until replaced.
-    pub fn from_args(
-        args: &ExecArgs,
-        cwd: &Path,
-        config: &ExecConfig,
-    ) -> Result<Self, ExecArgsError> {
+    pub fn from_args(args: &ExecArgs, cwd: &Path, config: &ExecConfig) -> Result<Self, ToolError> {
         let timeout = args.timeout(config)?;
         Ok(Self {
             command: args.cmd.clone(),

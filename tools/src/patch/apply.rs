@@ -8,7 +8,8 @@ use std::path::{Component, Path, PathBuf};
 use super::beneath::{Kind, Root};
 use super::parse::{FileOp, Hunk, HunkLine, Patch};
 use super::seek::seek;
-use super::{ChangeKind, FileChange, PatchError};
+use super::{ChangeKind, FileChange};
+use crate::ToolError;
 
 /// Where a patch reads and writes: plain paths under the cwd, or beneath a handle on the
 /// workspace, following no symbolic link (`beneath.rs`).
@@ -20,10 +21,10 @@ pub(crate) enum Files {
 
 impl Files {
     /// Files beneath `cwd`, opened through a handle on it.
-    pub(crate) fn beneath(cwd: &Path) -> Result<Self, PatchError> {
+    pub(crate) fn beneath(cwd: &Path) -> Result<Self, ToolError> {
         Root::open(cwd)
             .map(Files::Beneath)
-            .map_err(|source| PatchError::Read {
+            .map_err(|source| ToolError::Read {
                 path: cwd.display().to_string(),
                 source,
             })
@@ -83,7 +84,7 @@ enum Step {
 /// Computes every operation of `patch` against the files under `cwd` (later operations see the
 /// results of earlier ones), then performs the writes. Nothing is written unless every hunk of
 /// every file applies. Returns the changes in patch order.
-pub(crate) fn apply(files: &Files, patch: &Patch) -> Result<Vec<FileChange>, PatchError> {
+pub(crate) fn apply(files: &Files, patch: &Patch) -> Result<Vec<FileChange>, ToolError> {
     let mut plan = Plan {
         files,
         overlay: HashMap::new(),
@@ -108,7 +109,7 @@ struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    fn add_op(&mut self, op: &FileOp) -> Result<(), PatchError> {
+    fn add_op(&mut self, op: &FileOp) -> Result<(), ToolError> {
         match op {
             FileOp::Add { path, contents } => {
                 let rel = relative_path(path)?;
@@ -164,8 +165,8 @@ impl Plan<'_> {
     }
 
     /// The current contents of a file that must exist, as earlier operations left it.
-    fn read(&self, rel: &Path, verb: &'static str) -> Result<String, PatchError> {
-        let missing = || PatchError::Missing {
+    fn read(&self, rel: &Path, verb: &'static str) -> Result<String, ToolError> {
+        let missing = || ToolError::Missing {
             verb,
             path: display(rel),
         };
@@ -176,7 +177,7 @@ impl Plan<'_> {
         match self.files.kind(rel).map_err(failed)? {
             None => return Err(missing()),
             Some(Kind::Other) => {
-                return Err(PatchError::NotAFile {
+                return Err(ToolError::NotAFile {
                     verb,
                     path: display(rel),
                 });
@@ -189,7 +190,7 @@ impl Plan<'_> {
 
 /// Applies `hunks` in order to `original`. Each hunk is searched for from where the previous
 /// one ended; all replacements are computed before any is made.
-fn apply_hunks(original: &str, hunks: &[Hunk], rel: &Path) -> Result<String, PatchError> {
+fn apply_hunks(original: &str, hunks: &[Hunk], rel: &Path) -> Result<String, ToolError> {
     let crlf = original.contains("\r\n");
     let newline = if crlf { "\r\n" } else { "\n" };
     let mut lines: Vec<String> = original
@@ -213,7 +214,7 @@ fn apply_hunks(original: &str, hunks: &[Hunk], rel: &Path) -> Result<String, Pat
     for hunk in hunks {
         if let Some(anchor) = &hunk.context {
             let (at, _) = seek(&lines, &[anchor.as_str()], cursor, false).ok_or_else(|| {
-                PatchError::AnchorNotFound {
+                ToolError::AnchorNotFound {
                     path: display(rel),
                     line: anchor.clone(),
                 }
@@ -239,7 +240,7 @@ fn apply_hunks(original: &str, hunks: &[Hunk], rel: &Path) -> Result<String, Pat
             found = seek(&lines, &old, cursor, hunk.end_of_file);
         }
         let Some((at, _)) = found else {
-            return Err(PatchError::ContextNotFound {
+            return Err(ToolError::ContextNotFound {
                 path: display(rel),
                 lines: hunk.old_lines().join("\n"),
             });
@@ -279,7 +280,7 @@ fn replacement(hunk: &Hunk, matched: &[String]) -> Vec<String> {
 }
 
 /// Checks that `path` is relative and stays inside the cwd; returns it normalised.
-pub(super) fn relative_path(path: &str) -> Result<PathBuf, PatchError> {
+pub(super) fn relative_path(path: &str) -> Result<PathBuf, ToolError> {
     let raw = Path::new(path);
     let mut normal = PathBuf::new();
     for component in raw.components() {
@@ -288,41 +289,41 @@ pub(super) fn relative_path(path: &str) -> Result<PathBuf, PatchError> {
             Component::CurDir => {}
             Component::ParentDir => {
                 if !normal.pop() {
-                    return Err(PatchError::EscapesCwd {
+                    return Err(ToolError::EscapesCwd {
                         path: path.to_string(),
                     });
                 }
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(PatchError::AbsolutePath {
+                return Err(ToolError::AbsolutePath {
                     path: path.to_string(),
                 });
             }
         }
     }
     if normal.as_os_str().is_empty() {
-        return Err(PatchError::NotAFilePath {
+        return Err(ToolError::NotAFilePath {
             path: path.to_string(),
         });
     }
     Ok(normal)
 }
 
-fn write_step(files: &Files, step: &Step) -> Result<(), PatchError> {
+fn write_step(files: &Files, step: &Step) -> Result<(), ToolError> {
     match step {
         Step::Write { path, contents } => {
             files
                 .write(path, contents)
                 .map_err(|source| match link_error(path, &source) {
                     Some(err) => err,
-                    None => PatchError::Write {
+                    None => ToolError::Write {
                         path: display(path),
                         source,
                     },
                 })
         }
         Step::Remove { path } => files.remove(path).map_err(|source| {
-            link_error(path, &source).unwrap_or_else(|| PatchError::Remove {
+            link_error(path, &source).unwrap_or_else(|| ToolError::Remove {
                 path: display(path),
                 source,
             })
@@ -330,17 +331,17 @@ fn write_step(files: &Files, step: &Step) -> Result<(), PatchError> {
     }
 }
 
-fn read_error(rel: &Path, source: io::Error) -> PatchError {
-    link_error(rel, &source).unwrap_or_else(|| PatchError::Read {
+fn read_error(rel: &Path, source: io::Error) -> ToolError {
+    link_error(rel, &source).unwrap_or_else(|| ToolError::Read {
         path: display(rel),
         source,
     })
 }
 
 /// The error of a path through a symbolic link, which confined patches do not follow.
-fn link_error(rel: &Path, source: &io::Error) -> Option<PatchError> {
+fn link_error(rel: &Path, source: &io::Error) -> Option<ToolError> {
     (source.raw_os_error() == Some(libc::ELOOP))
-        .then(|| PatchError::ThroughLink { path: display(rel) })
+        .then(|| ToolError::ThroughLink { path: display(rel) })
 }
 
 fn display(path: &Path) -> String {

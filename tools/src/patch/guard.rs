@@ -10,36 +10,36 @@ use std::path::{Component, Path, PathBuf};
 
 use arbor_protocol::SandboxMode;
 
-use super::PatchError;
 use super::apply::relative_path;
 use super::parse::{FileOp, Patch};
+use crate::ToolError;
 use crate::sandbox::PROTECTED_ENTRIES;
 
 /// Checks every path `patch` writes, moves or deletes against `mode` with `cwd` as the
 /// workspace. Blocking (it resolves symbolic links): call it from `spawn_blocking`.
-pub(crate) fn check(cwd: &Path, patch: &Patch, mode: SandboxMode) -> Result<(), PatchError> {
+pub(crate) fn check(cwd: &Path, patch: &Patch, mode: SandboxMode) -> Result<(), ToolError> {
     match mode {
         SandboxMode::DangerFullAccess => return Ok(()),
-        SandboxMode::ReadOnly => return Err(PatchError::ReadOnly),
+        SandboxMode::ReadOnly => return Err(ToolError::ReadOnly),
         SandboxMode::WorkspaceWrite => {}
     }
     let workspace = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     for path in written_paths(patch) {
         let rel = relative_path(path)?;
         if let Some(entry) = protected_entry(&rel) {
-            return Err(PatchError::Protected {
+            return Err(ToolError::Protected {
                 path: path.to_string(),
                 entry,
             });
         }
         let resolved = resolve(&workspace.join(&rel));
         let Ok(inside) = resolved.strip_prefix(&workspace) else {
-            return Err(PatchError::OutsideWorkspace {
+            return Err(ToolError::OutsideWorkspace {
                 path: path.to_string(),
             });
         };
         if let Some(entry) = protected_entry(inside) {
-            return Err(PatchError::Protected {
+            return Err(ToolError::Protected {
                 path: path.to_string(),
                 entry,
             });

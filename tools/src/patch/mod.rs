@@ -11,14 +11,14 @@ mod seek;
 mod tests;
 
 use std::fmt;
-use std::io;
 use std::path::Path;
 
+use crate::ToolError;
 use arbor_protocol::{SandboxMode, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-pub use parse::{FileOp, Hunk, HunkLine, ParseError, Patch, parse_patch};
+pub use parse::{FileOp, Hunk, HunkLine, Patch, parse_patch};
 
 /// Arguments of `apply_patch`. Unknown fields are rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,50 +29,9 @@ pub struct ApplyPatchArgs {
 
 impl ApplyPatchArgs {
     /// Parses the model's JSON arguments.
-    pub fn parse(json: &str) -> Result<Self, PatchError> {
-        serde_json::from_str(json).map_err(PatchError::Args)
+    pub fn parse(json: &str) -> Result<Self, ToolError> {
+        serde_json::from_str(json).map_err(ToolError::PatchArgs)
     }
-}
-
-/// Why a patch was not (fully) applied. Every failure before the write phase leaves all files
-/// untouched; a write-phase failure names the file it stopped at.
-#[derive(Debug, thiserror::Error)]
-pub enum PatchError {
-    #[error("apply_patch: invalid arguments: {0}")]
-    Args(serde_json::Error),
-    #[error("apply_patch: invalid patch: {0}")]
-    Parse(#[from] ParseError),
-    #[error("apply_patch: absolute paths are not allowed: {path}")]
-    AbsolutePath { path: String },
-    #[error("apply_patch: path escapes the working directory: {path}")]
-    EscapesCwd { path: String },
-    #[error("apply_patch: not a file path: '{path}'")]
-    NotAFilePath { path: String },
-    #[error("apply_patch: cannot {verb} {path}: no such file")]
-    Missing { verb: &'static str, path: String },
-    #[error("apply_patch: cannot {verb} {path}: not a regular file")]
-    NotAFile { verb: &'static str, path: String },
-    #[error("apply_patch: cannot read {path}: {source}")]
-    Read { path: String, source: io::Error },
-    #[error("apply_patch: could not find the line named by @@ in {path}:\n{line}")]
-    AnchorNotFound { path: String, line: String },
-    #[error("apply_patch: could not find the context in {path}:\n{lines}")]
-    ContextNotFound { path: String, lines: String },
-    #[error("apply_patch: cannot write {path}: {source}")]
-    Write { path: String, source: io::Error },
-    #[error("apply_patch: cannot delete {path}: {source}")]
-    Remove { path: String, source: io::Error },
-    #[error("apply_patch: the sandbox is read-only: this agent cannot change files")]
-    ReadOnly,
-    #[error("apply_patch: {path} is inside {entry}, which stays read-only")]
-    Protected { path: String, entry: &'static str },
-    #[error("apply_patch: {path} resolves outside the workspace")]
-    OutsideWorkspace { path: String },
-    #[error(
-        "apply_patch: {path} goes through a symbolic link, which apply_patch does not follow \
-         in the sandbox; patch the file at its real path"
-    )]
-    ThroughLink { path: String },
 }
 
 /// What happened to one file.
@@ -132,7 +91,7 @@ impl fmt::Display for PatchSummary {
 /// `cwd`; absolute paths and paths that climb out with `..` are refused (symlinks are not
 /// resolved here: [`apply_patch_confined`] adds the sandbox's limits). Every hunk of every file
 /// is computed before anything is written. Blocking: call it from `spawn_blocking`.
-pub fn apply_patch(cwd: &Path, patch: &str) -> Result<PatchSummary, PatchError> {
+pub fn apply_patch(cwd: &Path, patch: &str) -> Result<PatchSummary, ToolError> {
     let parsed = parse_patch(patch)?;
     let changes = apply::apply(&apply::Files::Plain(cwd.to_path_buf()), &parsed)?;
     Ok(PatchSummary { changes })
@@ -148,7 +107,7 @@ pub fn apply_patch_confined(
     cwd: &Path,
     patch: &str,
     mode: SandboxMode,
-) -> Result<PatchSummary, PatchError> {
+) -> Result<PatchSummary, ToolError> {
     let parsed = parse_patch(patch)?;
     guard::check(cwd, &parsed, mode)?;
     let files = match mode {
@@ -164,7 +123,7 @@ pub fn apply_patch_confined(
 /// Every path `patch` adds, updates, moves to or deletes, in patch order, normalised (`./a/../b`
 /// is `b`); a path the patch itself refuses (absolute, leaving the cwd) as written. For judging
 /// a patch with the command policy before it is applied.
-pub fn patch_paths(patch: &str) -> Result<Vec<String>, PatchError> {
+pub fn patch_paths(patch: &str) -> Result<Vec<String>, ToolError> {
     let parsed = parse_patch(patch)?;
     let mut paths: Vec<String> = Vec::new();
     for path in guard::written_paths(&parsed) {

@@ -1,5 +1,7 @@
 //! Parsing the Codex patch format into file operations and hunks (no file system access).
 
+use crate::ToolError;
+
 /// A parsed patch: file operations in the order they appear.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
@@ -70,43 +72,6 @@ impl Hunk {
     }
 }
 
-/// A malformed patch. Line numbers count from 1 in the text the model sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    #[error("line {line}: expected '*** Begin Patch'")]
-    MissingBegin { line: usize },
-    #[error("line {line}: expected '*** End Patch' as the last line")]
-    MissingEnd { line: usize },
-    #[error(
-        "line {line}: expected '*** Add File: <path>', '*** Update File: <path>' or \
-         '*** Delete File: <path>', found '{found}'"
-    )]
-    ExpectedFileOp { line: usize, found: String },
-    #[error("line {line}: '{header}' needs a path")]
-    MissingPath { line: usize, header: &'static str },
-    #[error("line {line}: every line of added file {path} must start with '+', found '{found}'")]
-    BadAddLine {
-        line: usize,
-        path: String,
-        found: String,
-    },
-    #[error(
-        "line {line}: a hunk line of {path} must start with ' ', '-' or '+' \
-         (or be '@@' or '*** End of File'), found '{found}'"
-    )]
-    BadHunkLine {
-        line: usize,
-        path: String,
-        found: String,
-    },
-    #[error("line {line}: empty hunk in {path}")]
-    EmptyHunk { line: usize, path: String },
-    #[error("line {line}: update of {path} has no hunks")]
-    EmptyUpdate { line: usize, path: String },
-    #[error("line {line}: the patch changes no files")]
-    NoChanges { line: usize },
-}
-
 const BEGIN: &str = "*** Begin Patch";
 const END: &str = "*** End Patch";
 const ADD: &str = "*** Add File:";
@@ -119,14 +84,14 @@ const END_OF_FILE: &str = "*** End of File";
 /// wrapper (`<<'EOF'` … `EOF`) are ignored, the first hunk of an update may omit `@@`, a
 /// `@@ -1,3 +1,4 @@` range names no line, and a blank line inside a hunk is a blank context
 /// line (blank lines at the end of a section are ignored).
-pub fn parse_patch(text: &str) -> Result<Patch, ParseError> {
+pub fn parse_patch(text: &str) -> Result<Patch, ToolError> {
     let lines: Vec<&str> = text.lines().collect();
     let (start, end) = patch_bounds(&lines);
     if start >= lines.len() || lines[start].trim() != BEGIN {
-        return Err(ParseError::MissingBegin { line: start + 1 });
+        return Err(ToolError::MissingBegin { line: start + 1 });
     }
     if end <= start || lines[end].trim() != END {
-        return Err(ParseError::MissingEnd {
+        return Err(ToolError::MissingEnd {
             line: end.max(start) + 1,
         });
     }
@@ -151,14 +116,14 @@ pub fn parse_patch(text: &str) -> Result<Patch, ParseError> {
             let path = parser.path(path, UPDATE)?;
             ops.push(parser.update(path, line)?);
         } else {
-            return Err(ParseError::ExpectedFileOp {
+            return Err(ToolError::ExpectedFileOp {
                 line: parser.at + 1,
                 found: excerpt(line),
             });
         }
     }
     if ops.is_empty() {
-        return Err(ParseError::NoChanges { line: end + 1 });
+        return Err(ToolError::NoChanges { line: end + 1 });
     }
     Ok(Patch { ops })
 }
@@ -200,10 +165,10 @@ impl<'a> Parser<'a> {
     }
 
     /// Consumes the header line and returns its path.
-    fn path(&mut self, rest: &str, header: &'static str) -> Result<String, ParseError> {
+    fn path(&mut self, rest: &str, header: &'static str) -> Result<String, ToolError> {
         let path = rest.trim();
         if path.is_empty() {
-            return Err(ParseError::MissingPath {
+            return Err(ToolError::MissingPath {
                 line: self.at + 1,
                 header,
             });
@@ -212,7 +177,7 @@ impl<'a> Parser<'a> {
         Ok(path.to_string())
     }
 
-    fn add(&mut self, path: String) -> Result<FileOp, ParseError> {
+    fn add(&mut self, path: String) -> Result<FileOp, ToolError> {
         let mut body: Vec<&str> = Vec::new();
         let mut blanks = 0;
         while let Some(line) = self.peek() {
@@ -226,7 +191,7 @@ impl<'a> Parser<'a> {
             } else if line.trim().is_empty() {
                 blanks += 1;
             } else {
-                return Err(ParseError::BadAddLine {
+                return Err(ToolError::BadAddLine {
                     line: self.at + 1,
                     path,
                     found: excerpt(line),
@@ -241,7 +206,7 @@ impl<'a> Parser<'a> {
         Ok(FileOp::Add { path, contents })
     }
 
-    fn update(&mut self, path: String, header_line: usize) -> Result<FileOp, ParseError> {
+    fn update(&mut self, path: String, header_line: usize) -> Result<FileOp, ToolError> {
         let mut move_to = None;
         if let Some(rest) = self.peek().and_then(|line| line.trim().strip_prefix(MOVE)) {
             move_to = Some(self.path(rest, MOVE)?);
@@ -282,7 +247,7 @@ impl<'a> Parser<'a> {
                     Some('-') => HunkLine::Remove(text),
                     Some('+') => HunkLine::Add(text),
                     _ => {
-                        return Err(ParseError::BadHunkLine {
+                        return Err(ToolError::BadHunkLine {
                             line: line_no,
                             path,
                             found: excerpt(line),
@@ -302,7 +267,7 @@ impl<'a> Parser<'a> {
             finish_hunk(&mut hunks, hunk, opened, &path)?;
         }
         if hunks.is_empty() && move_to.is_none() {
-            return Err(ParseError::EmptyUpdate {
+            return Err(ToolError::EmptyUpdate {
                 line: header_line,
                 path,
             });
@@ -320,9 +285,9 @@ fn finish_hunk(
     hunk: Hunk,
     opened: usize,
     path: &str,
-) -> Result<(), ParseError> {
+) -> Result<(), ToolError> {
     if hunk.lines.is_empty() {
-        return Err(ParseError::EmptyHunk {
+        return Err(ToolError::EmptyHunk {
             line: opened,
             path: path.to_string(),
         });

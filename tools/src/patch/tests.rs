@@ -61,7 +61,9 @@ fn check_err(before: &[(&str, &str)], patch: &str, message: &str) {
 }
 
 fn parse_err(patch: &str) -> String {
-    parse_patch(patch).expect_err("malformed").to_string()
+    let text = parse_patch(patch).expect_err("malformed").to_string();
+    let reason = text.strip_prefix("apply_patch: invalid patch: ");
+    reason.expect("a parse error names the tool").to_string()
 }
 
 #[test]

@@ -18,10 +18,11 @@ mod wrapper_tests;
 
 use std::path::Path;
 
+use crate::ToolError;
 use serde::Serialize;
 
 pub use gitcheck::{GIT_HARDENING_ENV, git_config_risk};
-pub use rules::{Decision, PatternToken, PolicyError, Rule};
+pub use rules::{Decision, PatternToken, Rule};
 pub use trust::{TRUST_TABLE, trust_workspace, trusted_workspaces, workspace_trusted};
 
 /// The loaded rules, in load order.
@@ -89,7 +90,7 @@ impl Policy {
     /// fine; a bad file (syntax, unknown field, bad value, disagreeing example) fails the load.
     /// Unless the user trusted the workspace (`arbor trust`), its rules may only make the policy
     /// stricter: its `allow` rules are left out, each file saying so in [`Policy::notices`].
-    pub fn load(home: &Path, workspace: &Path) -> Result<Self, PolicyError> {
+    pub fn load(home: &Path, workspace: &Path) -> Result<Self, ToolError> {
         let mut policy = Self::empty();
         for path in rules::rule_files(&home.join("rules"))? {
             let text = rules::read_rules_file(&path)?;
@@ -128,7 +129,7 @@ impl Policy {
     }
 
     /// Parses the text of one rules file (`path` names it in errors) and appends its rules.
-    pub fn add_file(&mut self, path: &Path, text: &str) -> Result<(), PolicyError> {
+    pub fn add_file(&mut self, path: &Path, text: &str) -> Result<(), ToolError> {
         let rules = rules::parse_rules_file(path, text, |rule, example| {
             !judge(std::slice::from_ref(rule), example)
                 .matches

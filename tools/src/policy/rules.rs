@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::shell::basename;
+use crate::ToolError;
 
 /// What a matching rule asks for. Ordered from the mildest to the strictest, so the strictest
 /// of several matches is their maximum.
@@ -121,35 +122,6 @@ impl Rule {
     }
 }
 
-/// Why the command policy did not load.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    #[error("rules dir {}: cannot read: {source}", .path.display())]
-    ReadDir {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("rules file {}: cannot read: {source}", .path.display())]
-    ReadFile {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("rules file {}: invalid toml: {message}", .path.display())]
-    Syntax { path: PathBuf, message: String },
-    /// A problem with the file as a whole (a top-level key other than `rule`).
-    #[error("rules file {}: {message}", .path.display())]
-    File { path: PathBuf, message: String },
-    /// A problem with one rule: a field, or an example that disagrees.
-    #[error("rules file {}: rule {index}: {message}", .path.display())]
-    Rule {
-        path: PathBuf,
-        index: usize,
-        message: String,
-    },
-}
-
 /// The keys a rule may have.
 const RULE_FIELDS: &[&str] = &["pattern", "decision", "justification", "match", "not_match"];
 
@@ -159,12 +131,12 @@ pub(crate) fn parse_rules_file(
     path: &Path,
     text: &str,
     matches: impl Fn(&Rule, &str) -> bool,
-) -> Result<Vec<Rule>, PolicyError> {
-    let mut table: toml::Table = toml::from_str(text).map_err(|e| PolicyError::Syntax {
+) -> Result<Vec<Rule>, ToolError> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| ToolError::RulesSyntax {
         path: path.to_path_buf(),
         message: e.message().trim_end().to_string(),
     })?;
-    let file_error = |message: String| PolicyError::File {
+    let file_error = |message: String| ToolError::RulesFile {
         path: path.to_path_buf(),
         message,
     };
@@ -181,7 +153,7 @@ pub(crate) fn parse_rules_file(
     let mut rules = Vec::with_capacity(entries.len());
     for (i, entry) in entries.into_iter().enumerate() {
         let index = i + 1;
-        let fail = |message: String| PolicyError::Rule {
+        let fail = |message: String| ToolError::Rule {
             path: path.to_path_buf(),
             index,
             message,
@@ -303,8 +275,8 @@ fn strings(value: Option<toml::Value>) -> Result<Vec<String>, String> {
 }
 
 /// The `*.toml` files of `dir` in sorted order; none when it does not exist.
-pub(crate) fn rule_files(dir: &Path) -> Result<Vec<PathBuf>, PolicyError> {
-    let read_dir_error = |source| PolicyError::ReadDir {
+pub(crate) fn rule_files(dir: &Path) -> Result<Vec<PathBuf>, ToolError> {
+    let read_dir_error = |source| ToolError::RulesDir {
         path: dir.to_path_buf(),
         source,
     };
@@ -325,8 +297,8 @@ pub(crate) fn rule_files(dir: &Path) -> Result<Vec<PathBuf>, PolicyError> {
 }
 
 /// Reads one rules file.
-pub(crate) fn read_rules_file(path: &Path) -> Result<String, PolicyError> {
-    fs::read_to_string(path).map_err(|source| PolicyError::ReadFile {
+pub(crate) fn read_rules_file(path: &Path) -> Result<String, ToolError> {
+    fs::read_to_string(path).map_err(|source| ToolError::RulesRead {
         path: path.to_path_buf(),
         source,
     })

@@ -23,11 +23,10 @@ use std::sync::OnceLock;
 use arbor_protocol::SandboxMode;
 use serde::Serialize;
 
+use crate::ToolError;
 use crate::exec::Launcher;
 use child::{CapDrop, ChildPlan, MountPlan, MountStrategy};
 use ruleset::{Grants, VETTED_ABI};
-
-pub use ruleset::SandboxError;
 
 /// The workspace entries that stay read-only in `workspace-write`.
 pub const PROTECTED_ENTRIES: &[&str] = &[".git", ".arbor"];
@@ -195,7 +194,7 @@ impl SandboxLauncher {
     }
 
     /// Everything the child will do, built now in the parent; `None` when nothing is enforced.
-    fn child_plan(&self, cwd: Option<&Path>) -> Result<Option<ChildPlan>, SandboxError> {
+    fn child_plan(&self, cwd: Option<&Path>) -> Result<Option<ChildPlan>, ToolError> {
         let Landlock::Abi(abi) = self.support.landlock else {
             return Ok(None);
         };
@@ -231,10 +230,10 @@ impl SandboxLauncher {
                     let cwd = cwd
                         .map(std::path::absolute)
                         .transpose()
-                        .map_err(SandboxError::Mounts)?;
+                        .map_err(ToolError::Mounts)?;
                     mounts = Some(
                         MountPlan::new(strategy, &protected, cwd.as_deref())
-                            .map_err(SandboxError::Mounts)?,
+                            .map_err(ToolError::Mounts)?,
                     );
                     grants.writable = roots;
                 }

@@ -12,6 +12,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use crate::ToolError;
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, make_bitflags,
@@ -30,31 +31,8 @@ pub(crate) const DEVICES: &[&str] = &[
 /// The newest ABI whose rights this code asks for; a newer kernel is used at this level.
 pub(crate) const VETTED_ABI: i32 = 6;
 
-/// Why a sandbox could not be set up for a command (reported as a command that could not start).
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    #[error("landlock: {0}")]
-    Landlock(#[from] landlock::RulesetError),
-    #[error("landlock: cannot open {}: {source}", .path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: landlock::PathFdError,
-    },
-    #[error("landlock: cannot list {}: {source}", .path.display())]
-    List {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("landlock: the kernel returned no ruleset")]
-    NoRuleset,
-    #[error("sandbox: cannot prepare the read-only mounts: {0}")]
-    Mounts(#[source] io::Error),
-}
-
-impl From<SandboxError> for io::Error {
-    fn from(err: SandboxError) -> Self {
+impl From<ToolError> for io::Error {
+    fn from(err: ToolError) -> Self {
         io::Error::other(err)
     }
 }
@@ -73,7 +51,7 @@ impl Grants {
     /// Creates the ruleset and returns its file descriptor, ready for `landlock_restrict_self`.
     /// Every right of the ABI is a hard requirement: the kernel reported that ABI, so a right it
     /// then refuses is an error, never a silently weaker sandbox.
-    pub(crate) fn build(&self) -> Result<OwnedFd, SandboxError> {
+    pub(crate) fn build(&self) -> Result<OwnedFd, ToolError> {
         let abi = ABI::from(self.abi.min(VETTED_ABI));
         let handled = AccessFs::from_all(abi) & !BitFlags::from(AccessFs::IoctlDev);
         let mut ruleset = Ruleset::default()
@@ -118,12 +96,12 @@ impl Grants {
             created = created.add_rule(PathBeneath::new(fd, rights))?;
         }
         let fd: Option<OwnedFd> = created.into();
-        fd.ok_or(SandboxError::NoRuleset)
+        fd.ok_or(ToolError::NoRuleset)
     }
 }
 
-fn open(path: impl AsRef<Path>) -> Result<PathFd, SandboxError> {
-    PathFd::new(path.as_ref()).map_err(|source| SandboxError::Open {
+fn open(path: impl AsRef<Path>) -> Result<PathFd, ToolError> {
+    PathFd::new(path.as_ref()).map_err(|source| ToolError::LandlockOpen {
         path: path.as_ref().to_path_buf(),
         source,
     })
@@ -136,7 +114,7 @@ fn open(path: impl AsRef<Path>) -> Result<PathFd, SandboxError> {
 pub(crate) fn per_entry_grants(
     roots: &[PathBuf],
     protected: &[PathBuf],
-) -> Result<Vec<PathBuf>, SandboxError> {
+) -> Result<Vec<PathBuf>, ToolError> {
     let mut grants = Vec::new();
     for root in roots {
         walk(root, protected, &mut grants)?;
@@ -144,7 +122,7 @@ pub(crate) fn per_entry_grants(
     Ok(grants)
 }
 
-fn walk(dir: &Path, protected: &[PathBuf], grants: &mut Vec<PathBuf>) -> Result<(), SandboxError> {
+fn walk(dir: &Path, protected: &[PathBuf], grants: &mut Vec<PathBuf>) -> Result<(), ToolError> {
     if protected.iter().any(|p| p == dir) {
         return Ok(());
     }
@@ -152,7 +130,7 @@ fn walk(dir: &Path, protected: &[PathBuf], grants: &mut Vec<PathBuf>) -> Result<
         grants.push(dir.to_path_buf());
         return Ok(());
     }
-    let list_error = |source| SandboxError::List {
+    let list_error = |source| ToolError::LandlockList {
         path: dir.to_path_buf(),
         source,
     };
