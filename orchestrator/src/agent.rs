@@ -131,17 +131,22 @@ impl TurnControl {
     }
 }
 
-/// What the session task sends an agent's task.
+/// What the session task sends an agent's task. Boxed, so that the channel every agent has
+/// (whose first block holds 32 messages) stays small when thousands of agents wait.
 #[derive(Debug)]
 pub enum AgentMsg {
     /// Run a turn: the input and mail it starts with.
-    Go {
-        control: Arc<TurnControl>,
-        input: Vec<ResponseItem>,
-        mails: Vec<Mail>,
-    },
+    Go(Box<Grant>),
     /// Mail handed to the running turn (or, after its final answer, to the next one).
-    Mail(Mail),
+    Mail(Box<Mail>),
+}
+
+/// A turn granted to an agent.
+#[derive(Debug)]
+pub struct Grant {
+    pub control: Arc<TurnControl>,
+    pub input: Vec<ResponseItem>,
+    pub mails: Vec<Mail>,
 }
 
 /// An agent known to this process.

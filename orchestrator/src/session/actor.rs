@@ -16,7 +16,7 @@ use super::core::{Answer, Core, Effect, Input, Ticket, TurnEnd};
 use super::handle::{Msg, Spawned};
 use super::nicknames::Nicknames;
 use super::{revive, spawn};
-use crate::agent::{AgentMsg, TurnControl};
+use crate::agent::{AgentMsg, Grant, TurnControl};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
 use crate::turn::agent_task;
@@ -267,7 +267,7 @@ impl Actor {
             Effect::Hand { agent, mails } => {
                 if let Some(resident) = self.residents.get(&agent) {
                     for mail in mails {
-                        let _ = resident.tx.send(AgentMsg::Mail(mail));
+                        let _ = resident.tx.send(AgentMsg::Mail(Box::new(mail)));
                     }
                 }
             }
@@ -335,11 +335,11 @@ impl Actor {
                 self.turns.insert(id, Arc::clone(&control));
                 resident
                     .tx
-                    .send(AgentMsg::Go {
+                    .send(AgentMsg::Go(Box::new(Grant {
                         control,
                         input,
                         mails,
-                    })
+                    })))
                     .is_ok()
             }
             _ => false,

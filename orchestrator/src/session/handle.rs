@@ -8,7 +8,7 @@ use arbor_protocol::{AgentStatus, Mail, ResponseItem, ThreadId, Timestamp};
 use arbor_roles::{Capabilities, Role};
 use tokio::sync::{mpsc, oneshot};
 
-use super::core::{AgentSnapshot, Answer, Input, Registration, Ticket};
+use super::core::{AgentSnapshot, Answer, Input, Registration, Scope, Ticket};
 use crate::agent::Agent;
 use crate::error::OrchestratorError;
 
@@ -172,7 +172,12 @@ impl SessionHandle {
 
     /// Every agent as listings show it.
     pub async fn snapshot(&self) -> Vec<AgentSnapshot> {
-        match self.ask(|ticket| Input::Snapshot { ticket }).await {
+        self.snapshot_of(Scope::All).await
+    }
+
+    /// The agents of `scope` as listings show them.
+    pub async fn snapshot_of(&self, scope: Scope) -> Vec<AgentSnapshot> {
+        match self.ask(|ticket| Input::Snapshot { ticket, scope }).await {
             Some(Answer::Snapshot(all)) => all,
             _ => Vec::new(),
         }
@@ -180,7 +185,7 @@ impl SessionHandle {
 
     /// One agent as listings show it.
     pub async fn agent(&self, id: ThreadId) -> Option<AgentSnapshot> {
-        self.snapshot().await.into_iter().find(|a| a.id == id)
+        self.snapshot_of(Scope::One(id)).await.into_iter().next()
     }
 
     /// Stops the agent's running turn (or takes its queued one back) with `reason`; its

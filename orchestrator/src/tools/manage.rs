@@ -9,6 +9,7 @@ use serde_json::json;
 use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
+use crate::session::core::Scope;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,13 +35,13 @@ pub async fn list_agents(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
                 .map_err(|err| err.to_string())?,
         ),
     };
+    let scope = prefix.map_or(Scope::All, Scope::Within);
     let agents: Vec<_> = ctx
         .session
-        .snapshot()
+        .snapshot_of(scope)
         .await
         .into_iter()
         .filter(|agent| !agent.internal && !agent.behind_closed)
-        .filter(|agent| prefix.as_ref().is_none_or(|p| agent.path.is_within(p)))
         .map(|agent| {
             let handle = ctx.registry.get(agent.id);
             let meta = handle.as_ref().map(|h| &h.identity.meta);

@@ -54,8 +54,8 @@ pub(super) async fn turn_body(
                 // Mail handed over since the last request joins this one, phases allowing.
                 while let Ok(message) = rx.try_recv() {
                     match message {
-                        AgentMsg::Mail(mail) => inbox.arrive(mail),
-                        AgentMsg::Go { .. } => {
+                        AgentMsg::Mail(mail) => inbox.arrive(*mail),
+                        AgentMsg::Go(_) => {
                             tracing::error!(path = %agent.path(), "a turn was granted to a running turn");
                         }
                     }

@@ -13,7 +13,7 @@ use arbor_protocol::{AbortKind, AgentStatus, Event, RolloutItem, TurnStarted};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentMsg, TurnControl, TurnSpan};
+use crate::agent::{Agent, AgentMsg, Grant, TurnControl, TurnSpan};
 use crate::ctx::Ctx;
 use crate::session::core::{Input, TurnEnd};
 use body::Turn;
@@ -42,12 +42,19 @@ async fn agent_loop(
             biased;
             () = task.cancelled() => break,
             message = rx.recv() => match message {
-                Some(AgentMsg::Mail(mail)) => inbox.arrive(mail),
-                Some(AgentMsg::Go { control, input, mails }) => {
+                Some(AgentMsg::Mail(mail)) => inbox.arrive(*mail),
+                Some(AgentMsg::Go(grant)) => {
+                    let Grant {
+                        control,
+                        input,
+                        mails,
+                    } = *grant;
                     for mail in mails {
                         inbox.arrive(mail);
                     }
-                    run_turn(&ctx, &agent, &mut rx, &mut inbox, control, input).await;
+                    // Boxed: an idle agent's task then holds only this loop, not the
+                    // largest state a turn can reach (thousands of agents wait at once).
+                    Box::pin(run_turn(&ctx, &agent, &mut rx, &mut inbox, control, input)).await;
                 }
                 None => break,
             },
@@ -62,7 +69,8 @@ async fn agent_loop(
     // A turn granted but never started ends now, unstarted.
     rx.close();
     while let Ok(message) = rx.try_recv() {
-        if let AgentMsg::Go { control, .. } = message {
+        if let AgentMsg::Go(grant) = message {
+            let control = grant.control;
             ctx.session.send(Input::TurnEnded {
                 agent: agent.id(),
                 end: TurnEnd {

@@ -25,8 +25,8 @@ use arbor_protocol::{AgentPath, AgentStatus, ThreadId, Usage};
 use arbor_scheduler::{Residency, RunQueue};
 
 pub use types::{
-    AgentSnapshot, Answer, Effect, Home, Input, Registration, Revival, Ticket, Turn, TurnEnd,
-    WaitDone, WaitMode, Waiter,
+    AgentSnapshot, Answer, Effect, Home, Input, Registration, Revival, Scope, Ticket, Turn,
+    TurnEnd, WaitDone, WaitMode, Waiter,
 };
 
 /// The limits and switches the decisions follow.
@@ -163,7 +163,7 @@ impl Core {
             Input::WaitEnded { ticket } => self.wait_ended(ticket),
             Input::Idle { ticket, agent } => self.idle(ticket, agent),
             Input::Quiescent { ticket } => self.quiescent_wait(ticket),
-            Input::Snapshot { ticket } => self.snapshot(ticket),
+            Input::Snapshot { ticket, scope } => self.snapshot(ticket, &scope),
             Input::Sync { ticket } => self.emit(Effect::Reply {
                 ticket,
                 answer: Answer::Synced,

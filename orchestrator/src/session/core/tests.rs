@@ -187,12 +187,52 @@ impl Sim {
                 Answer::Wait(Some(done)) => format!("reply wait {done:?}"),
                 Answer::Idle(snapshot) => format!("reply idle {}", snapshot.status.name()),
                 Answer::Quiet => "reply quiet".to_string(),
-                Answer::Snapshot(all) => format!("reply snapshot of {}", all.len()),
+                Answer::Snapshot(all) if all.len() > 3 => {
+                    format!("reply snapshot of {}", all.len())
+                }
+                Answer::Snapshot(all) => format!(
+                    "reply snapshot {}",
+                    all.iter()
+                        .map(|agent| agent.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Answer::Synced => "reply synced".to_string(),
                 Answer::Report { .. } => "reply report".to_string(),
             },
         }
     }
+}
+
+#[test]
+fn a_snapshot_copies_only_the_agents_of_its_scope() {
+    let mut s = Sim::new(config());
+    for path in ["/root/a", "/root/a/x", "/root/b", "/root/ab"] {
+        s.spawn(path, false);
+    }
+    let within = AgentPath::parse("/root/a").expect("path");
+    assert_eq!(
+        s.feed(Input::Snapshot {
+            ticket: 1,
+            scope: Scope::Within(within),
+        }),
+        ["reply snapshot /root/a, /root/a/x"]
+    );
+    let b = s.id("/root/b");
+    assert_eq!(
+        s.feed(Input::Snapshot {
+            ticket: 2,
+            scope: Scope::One(b),
+        }),
+        ["reply snapshot /root/b"]
+    );
+    assert_eq!(
+        s.feed(Input::Snapshot {
+            ticket: 3,
+            scope: Scope::All,
+        }),
+        ["reply snapshot of 5"]
+    );
 }
 
 #[test]
@@ -289,7 +329,10 @@ fn the_victim_is_the_least_recently_used_idle_agent_without_processes() {
     s.mail("/root", "/root/c", MailKind::Spawn, "task c");
     assert!(s.spawn("/root/d", false).is_empty());
     s.busy_processes.lock().expect("probe").clear();
-    let freed = s.feed(Input::Snapshot { ticket: 99 });
+    let freed = s.feed(Input::Snapshot {
+        ticket: 99,
+        scope: Scope::All,
+    });
     assert!(
         freed.starts_with(&[
             "reply snapshot of 5".to_string(),

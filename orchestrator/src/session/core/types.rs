@@ -87,6 +87,15 @@ pub enum WaitDone {
     NoTargets,
 }
 
+/// Which agents a snapshot holds: a listing copies only the agents it shows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scope {
+    All,
+    /// The agent at this path and every agent under it.
+    Within(AgentPath),
+    One(ThreadId),
+}
+
 /// One agent as a listing shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentSnapshot {
@@ -202,6 +211,7 @@ pub enum Input {
     },
     Snapshot {
         ticket: Ticket,
+        scope: Scope,
     },
     /// Answered once every input sent before it is handled.
     Sync {

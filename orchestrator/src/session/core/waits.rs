@@ -4,7 +4,9 @@
 
 use arbor_protocol::{AgentPath, AgentStatus, ThreadId};
 
-use super::types::{AgentSnapshot, Answer, Effect, Home, Ticket, WaitDone, WaitMode, Waiter};
+use super::types::{
+    AgentSnapshot, Answer, Effect, Home, Scope, Ticket, WaitDone, WaitMode, Waiter,
+};
 use super::{Core, Entry};
 
 impl Core {
@@ -167,9 +169,22 @@ impl Core {
         }
     }
 
-    /// Every agent, in creation order.
-    pub(super) fn snapshot(&mut self, ticket: Ticket) {
-        let all = self.snapshots();
+    /// The agents of `scope`, in creation order.
+    pub(super) fn snapshot(&mut self, ticket: Ticket, scope: &Scope) {
+        let all = match scope {
+            Scope::All => self.snapshots(),
+            Scope::Within(path) => self
+                .agents
+                .values()
+                .filter(|entry| entry.path.is_within(path))
+                .map(|entry| self.snapshot_of(entry))
+                .collect(),
+            Scope::One(id) => self
+                .agents
+                .get(id)
+                .map(|entry| vec![self.snapshot_of(entry)])
+                .unwrap_or_default(),
+        };
         self.emit(Effect::Reply {
             ticket,
             answer: Answer::Snapshot(all),
