@@ -229,6 +229,45 @@ fn every_module_starts_with_its_doc_and_no_product_file_is_over_500_lines() {
 }
 
 #[test]
+fn each_crate_has_one_error_enum_and_only_the_binary_uses_anyhow() {
+    let mut enums: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (rel, text) in workspace_files() {
+        if is_test_file(&rel) {
+            continue;
+        }
+        let member = rel.split('/').next().unwrap_or_default().to_string();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if line.trim_start().starts_with("#[derive(") && line.contains("thiserror::Error") {
+                let item = lines
+                    .find(|l| !l.trim_start().starts_with("#["))
+                    .unwrap_or("");
+                enums
+                    .entry(member.clone())
+                    .or_default()
+                    .push(format!("{rel}: {}", item.trim()));
+            }
+        }
+    }
+    let mut problems: Vec<String> = enums
+        .into_iter()
+        .filter(|(_, found)| found.len() > 1)
+        .map(|(member, found)| {
+            format!("rule \"one error enum per crate\": {member} has {found:#?}")
+        })
+        .collect();
+    for member in members() {
+        let (_, names) = dependencies(&member);
+        if names.contains("anyhow") && member != "cli" {
+            problems.push(format!(
+                "rule \"anyhow only in the binary\": {member} depends on it"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
 fn unsafe_appears_only_in_the_modules_listed_with_their_reason() {
     let allowed: BTreeSet<&str> = UNSAFE_ALLOWED.iter().map(|(file, _)| *file).collect();
     let mut problems = Vec::new();
