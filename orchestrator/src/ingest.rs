@@ -52,6 +52,9 @@ async fn apply(inner: &Arc<Inner>, line: RolloutLine) {
             }
         }
         RolloutItem::UserAnswer(answer) => {
+            if answer.approve && answer.for_session {
+                crate::approval::approve_for_session(inner, &answer.request_id);
+            }
             crate::approval::answered(inner, &answer.request_id, answer.approve);
         }
         // Other lines of other processes carry nothing this process acts on.

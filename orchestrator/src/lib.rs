@@ -48,8 +48,8 @@ pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 use crate::durability::{create_log, watch_failure};
 pub use crate::external::{
-    ExternalAnswer, ExternalError, SentExternal, answer_external, close_external,
-    interrupt_external, send_external,
+    ExternalAnswer, ExternalError, SentExternal, answer_external, answer_external_with,
+    close_external, interrupt_external, send_external,
 };
 pub use crate::lease::{Lease, LeaseError};
 use crate::lifecycle::{NewAgent, create_agent};

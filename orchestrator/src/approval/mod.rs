@@ -166,6 +166,20 @@ impl Approvals {
     }
 }
 
+/// A human approved request `id` for the session from another process (`arbor ui`): the
+/// same command in the same cwd runs without asking for the rest of this run, as after the
+/// terminal's "approve for this session".
+pub fn approve_for_session(inner: &Inner, id: &str) {
+    let key = inner
+        .approvals
+        .ledger()
+        .get(id)
+        .and_then(|known| known.key.clone());
+    if let Some(key) = key {
+        inner.approvals.cache_for_session(&key);
+    }
+}
+
 /// Decides whether `agent` may run the `exec_command` of `args` in `workdir`, asking for
 /// approval when it must: the launcher to run it with, or the text its model reads instead.
 pub async fn gate_exec(
