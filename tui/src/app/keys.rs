@@ -167,11 +167,7 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         match key.code {
-            KeyCode::Esc => {
-                if self.session.is_some() {
-                    self.focus = Focus::Tree;
-                }
-            }
+            KeyCode::Esc if self.session.is_some() => self.focus = Focus::Tree,
             KeyCode::Tab if self.session.is_some() => self.cycle_focus(true),
             KeyCode::BackTab if self.session.is_some() => self.cycle_focus(false),
             KeyCode::Enter if alt => self.send(false),

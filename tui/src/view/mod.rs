@@ -42,10 +42,8 @@ pub fn draw_buffer(app: &mut App, buf: &mut Buffer, area: Rect) -> Option<Positi
             "arbor ui needs at least {MIN_WIDTH}×{MIN_HEIGHT} (this is {}×{}); q quits",
             area.width, area.height
         );
-        let mut y = area.y;
-        for line in wrap(&text, usize::from(area.width.max(1))) {
+        for (y, line) in (area.y..).zip(wrap(&text, usize::from(area.width.max(1)))) {
             put(buf, area, area.x, y, &line, theme.warn());
-            y += 1;
         }
         return None;
     }

@@ -108,8 +108,7 @@ pub fn confirm(buf: &mut Buffer, area: Rect, confirm: &Confirm, theme: Theme) {
     };
     let rect = centred(area, 60, 7);
     let inner = window(buf, rect, " confirm ", theme);
-    let mut y = inner.y;
-    for line in wrap(&text, usize::from(inner.width)) {
+    for (y, line) in (inner.y..).zip(wrap(&text, usize::from(inner.width))) {
         put(
             buf,
             inner,
@@ -118,7 +117,6 @@ pub fn confirm(buf: &mut Buffer, area: Rect, confirm: &Confirm, theme: Theme) {
             &line,
             ratatui::style::Style::default(),
         );
-        y += 1;
     }
     put(
         buf,

@@ -14,6 +14,11 @@ use crate::tree::Row;
 
 const STATUS: usize = 17;
 const BADGES: usize = 7;
+/// A narrow pane's status and badge columns.
+const NARROW_STATUS: usize = 11;
+const NARROW_BADGES: usize = 5;
+/// Panes narrower than this use the narrow columns.
+const NARROW: usize = 48;
 const TOKENS: usize = 6;
 const NICKNAME: usize = 12;
 const ROLE: usize = 9;
@@ -24,6 +29,8 @@ const RESIDENT: usize = 5;
 #[derive(Debug, Clone, Copy)]
 struct Columns {
     name: usize,
+    status: usize,
+    badges: usize,
     tokens: bool,
     nickname: bool,
     role: bool,
@@ -34,15 +41,22 @@ struct Columns {
 impl Columns {
     fn fit(cols: usize, widest: usize) -> Self {
         let name = widest.clamp(8, 40);
+        let (status, badges) = if cols < NARROW {
+            (NARROW_STATUS, NARROW_BADGES)
+        } else {
+            (STATUS, BADGES)
+        };
         let mut fit = Self {
             name,
+            status,
+            badges,
             tokens: false,
             nickname: false,
             role: false,
             model: false,
             resident: false,
         };
-        let mut used = name + 1 + STATUS + 1 + BADGES;
+        let mut used = name + 1 + status + 1 + badges;
         for (extra, flag) in [
             (TOKENS, &mut fit.tokens),
             (NICKNAME, &mut fit.nickname),
@@ -59,7 +73,7 @@ impl Columns {
         }
         // A narrow pane gives the name what is left beside the status.
         if used > cols {
-            fit.name = cols.saturating_sub(1 + STATUS + 1 + BADGES).max(4);
+            fit.name = cols.saturating_sub(1 + status + 1 + badges).max(4);
         }
         fit
     }
@@ -119,17 +133,21 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         .collect();
     let widest = shown
         .iter()
-        .filter_map(|row| session.state.thread(row.id).map(|r| (row.depth, r)))
-        .map(|(depth, r)| indent(depth) + 2 + width(&label(r)))
+        .filter_map(|row| {
+            session
+                .state
+                .thread(row.id)
+                .map(|r| width(&name_of(row, r)))
+        })
         .max()
         .unwrap_or(8);
     let cols = Columns::fit(usize::from(area.width), widest);
     let theme = app.theme;
     let mut head = pad("agent", cols.name);
     head.push(' ');
-    head.push_str(&pad("status", STATUS));
+    head.push_str(&pad("status", cols.status));
     head.push(' ');
-    head.push_str(&pad("mail", BADGES));
+    head.push_str(&pad("mail", cols.badges));
     for (on, title, w) in [
         (cols.tokens, "tokens", TOKENS),
         (cols.nickname, "nickname", NICKNAME),
@@ -150,19 +168,7 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         let y = area.y + 1 + i as u16;
         let selected = offset + i == app.tree.selected;
         let status = session.status(agent);
-        let marker = match (row.children, row.collapsed) {
-            (0, _) => "·",
-            (_, true) => "▸",
-            (_, false) => "▾",
-        };
-        let mut name = " ".repeat(indent(row.depth));
-        name.push_str(marker);
-        name.push(' ');
-        name.push_str(&label(agent));
-        if row.collapsed {
-            name.push_str(&format!(" (+{})", row.children));
-        }
-        let name = pad(&name, cols.name);
+        let name = pad(&name_of(row, agent), cols.name);
         let base = if selected && focused {
             theme.selected()
         } else if selected {
@@ -172,13 +178,16 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         };
         let mut x = put(buf, area, area.x, y, &name, base);
         x = put(buf, area, x, y, " ", base);
-        let word = status_text(session, agent, &status);
+        let mut word = status_text(session, agent, &status);
+        if cols.status < STATUS && status == AgentStatus::AwaitingApproval {
+            word = "approval".to_string();
+        }
         x = put(
             buf,
             area,
             x,
             y,
-            &pad(&word, STATUS),
+            &pad(&word, cols.status),
             base.patch(theme.status(&status)),
         );
         x = put(buf, area, x, y, " ", base);
@@ -204,7 +213,7 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
             area,
             x,
             y,
-            &pad(&badges, BADGES),
+            &pad(&badges, cols.badges),
             base.patch(badge_style),
         );
         let used = agent.usage.input_tokens + agent.usage.output_tokens;
@@ -238,6 +247,24 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
             put(buf, area, x, y, &" ".repeat(rest), base);
         }
     }
+}
+
+/// A row's name cell: indentation, the branch marker, the name, and how many children a
+/// collapsed branch hides.
+fn name_of(row: &Row, agent: &AgentRow) -> String {
+    let marker = match (row.children, row.collapsed) {
+        (0, _) => "·",
+        (_, true) => "▸",
+        (_, false) => "▾",
+    };
+    let mut name = " ".repeat(indent(row.depth));
+    name.push_str(marker);
+    name.push(' ');
+    name.push_str(&label(agent));
+    if row.collapsed {
+        name.push_str(&format!(" (+{})", row.children));
+    }
+    name
 }
 
 /// Spaces before a row's marker: two per level, at most 24.
