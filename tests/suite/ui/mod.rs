@@ -5,6 +5,7 @@
 mod keys;
 mod live;
 mod render;
+mod session_answer;
 mod tmux;
 
 use std::path::{Path, PathBuf};

@@ -354,14 +354,38 @@ impl App {
             let nickname = row.record.nickname.as_deref().unwrap_or("").to_lowercase();
             (path.contains(&query) || nickname.contains(&query)).then_some(at)
         });
-        match hit {
-            Some(at) => {
-                self.tree.selected = at;
-                self.focus = Focus::Tree;
-                self.reopen_if_moved();
-            }
-            None => self.notice(&format!("no shown agent matches `{query}`"), true),
+        if let Some(at) = hit {
+            self.tree.selected = at;
+            self.focus = Focus::Tree;
+            self.reopen_if_moved();
+            return;
         }
+        // A hidden agent (under a collapsed or closed branch): open the way to it.
+        let hidden = session.state.threads.values().find(|row| {
+            row.record.path.as_str().to_lowercase().contains(&query)
+                || row
+                    .record
+                    .nickname
+                    .as_deref()
+                    .is_some_and(|n| n.to_lowercase().contains(&query))
+        });
+        let Some(found) = hidden.map(|row| row.record.id) else {
+            self.notice(&format!("no agent matches `{query}`"), true);
+            return;
+        };
+        let mut current = Some(found);
+        while let Some(id) = current {
+            self.tree.collapsed.remove(&id);
+            let row = session.state.thread(id);
+            if row.is_some_and(crate::session::Session::is_closed) {
+                self.tree.show_closed = true;
+            }
+            current = row.and_then(|r| r.record.parent_id);
+        }
+        self.tree.sync(session, true);
+        self.tree.select_id(found);
+        self.focus = Focus::Tree;
+        self.reopen_if_moved();
     }
 }
 

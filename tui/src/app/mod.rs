@@ -132,6 +132,8 @@ pub struct Sent {
     /// The mail asks for a turn.
     pub wakes: bool,
     pub request: Option<String>,
+    /// The UI took the session over once to deliver it.
+    pub retried: bool,
 }
 
 /// A message for the user, in the line under the status line.
@@ -310,11 +312,18 @@ impl App {
     /// When the driver stopped before a follow-up the user sent was delivered, this process
     /// takes the session over to deliver it.
     fn take_over_if_owed(&mut self) {
-        let owed = self
-            .sent
-            .iter()
-            .any(|sent| sent.wakes && sent.mail.is_some() && sent.state == SentState::Durable);
-        if owed && !self.driving() {
+        if self.driving() {
+            return;
+        }
+        let mut owed = false;
+        for sent in &mut self.sent {
+            let undelivered = sent.state == SentState::Durable && sent.mail.is_some();
+            if sent.wakes && undelivered && !sent.retried {
+                sent.retried = true;
+                owed = true;
+            }
+        }
+        if owed {
             self.notice(
                 "the driver stopped before your follow-up was delivered: taking the session over",
                 false,
@@ -452,6 +461,7 @@ impl App {
             mail: None,
             wakes,
             request: id,
+            retried: false,
         });
         if self.sent.len() > SENT_KEPT {
             self.sent.remove(0);

@@ -60,9 +60,9 @@ impl Transcript {
         };
         let from_rollout = transcript.load_rollout_end();
         let indexed = session.lines_of(row.record.id);
-        let lacking = !from_rollout && indexed.first().is_none_or(|at| at.seq > 1);
-        if lacking && session.stored > 0 {
-            // No rollout to read and the log's first lines were not indexed: scan the log.
+        if !from_rollout && session.stored > 0 {
+            // No rollout to read (not made yet, or damaged), and the lines before the store's
+            // position were not indexed: read the agent's lines from the log.
             transcript.scan_log(session);
         }
         transcript.append_indexed(session, indexed);
@@ -233,5 +233,100 @@ impl Transcript {
         {
             entry.expanded = !entry.expanded;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_protocol::{
+        AgentPath, ResponseItem, RolloutItem, SessionMeta, Timestamp, rollout_relative_path,
+    };
+    use std::io::Write;
+
+    fn line(seq: u64, thread: ThreadId, item: RolloutItem) -> RolloutLine {
+        RolloutLine {
+            seq: Some(seq),
+            thread: Some(thread),
+            timestamp: Timestamp::from_millis(1_700_000_000_000),
+            item,
+        }
+    }
+
+    /// A session of one root with `n` messages, in its log and in its rollout.
+    fn session_with(n: u64) -> (tempfile::TempDir, Session, ThreadId) {
+        let home = tempfile::tempdir().expect("home");
+        let root = ThreadId::new();
+        let meta = SessionMeta {
+            thread_id: root,
+            session_id: root,
+            parent_id: None,
+            path: AgentPath::root(),
+            depth: 0,
+            nickname: None,
+            role: "default".into(),
+            model: "m".into(),
+            effort: None,
+            sandbox: "read-only".into(),
+            cwd: "/w".into(),
+            format_version: 1,
+        };
+        let mut lines = vec![line(1, root, RolloutItem::SessionMeta(meta))];
+        for i in 0..n {
+            lines.push(line(
+                i + 2,
+                root,
+                RolloutItem::ResponseItem(ResponseItem::Message {
+                    role: "assistant".into(),
+                    content: format!("message {i}"),
+                }),
+            ));
+        }
+        let text: String = lines
+            .iter()
+            .map(|l| serde_json::to_string(l).expect("json") + "\n")
+            .collect();
+        let log = home.path().join("log.jsonl");
+        std::fs::write(&log, &text).expect("log");
+        let rollout = home.path().join(rollout_relative_path(
+            Timestamp::from_millis(1_700_000_000_000),
+            root,
+        ));
+        std::fs::create_dir_all(rollout.parent().expect("dir")).expect("dirs");
+        std::fs::File::create(&rollout)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .expect("rollout");
+        let session =
+            Session::from_log(home.path(), &log, crate::session::Driver::None).expect("session");
+        (home, session, root)
+    }
+
+    #[test]
+    fn a_long_transcript_opens_at_its_end_and_loads_older_lines_when_scrolled_to() {
+        let (_home, session, root) = session_with(10_000);
+        let row = session.state.thread(root).expect("root");
+        let mut transcript = Transcript::open(&session, row);
+        assert_eq!(transcript.entries.len(), WINDOW_LINES);
+        assert!(transcript.has_older());
+        assert_eq!(
+            transcript.entries.last().map(|e| e.body.clone()),
+            Some(vec!["message 9999".to_string()])
+        );
+        // Moving up past the margin loads the next window, keeping the cursor's entry.
+        let before = transcript.entries[transcript.cursor].clone();
+        transcript.move_cursor(-(WINDOW_LINES as isize - 10));
+        assert_eq!(transcript.entries.len(), 2 * WINDOW_LINES);
+        transcript.move_cursor(WINDOW_LINES as isize - 10);
+        assert_eq!(transcript.entries[transcript.cursor], before);
+        transcript.to_start();
+        assert!(!transcript.has_older());
+        assert_eq!(transcript.entries.len(), 10_001);
+        assert_eq!(transcript.entries[0].kind, Kind::Header);
+        let bodies: Vec<String> = transcript.entries[1..]
+            .iter()
+            .map(|e| e.body[0].clone())
+            .collect();
+        let expected: Vec<String> = (0..10_000).map(|i| format!("message {i}")).collect();
+        assert_eq!(bodies, expected);
     }
 }

@@ -101,8 +101,8 @@ pub fn tokens(n: u64) -> String {
     }
 }
 
-/// Whether the agent has a runtime loaded, as far as this UI can tell: the driver's own view
-/// when this process drives, otherwise the read commands' rule (open agents of a live driver).
+/// Whether the agent has a runtime loaded, as far as the log tells (eviction is not a line of
+/// it): the read commands' rule, open agents of a live driver.
 fn resident(session: &Session, row: &AgentRow) -> bool {
     session.driven() && !Session::is_closed(row)
 }
