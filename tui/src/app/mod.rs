@@ -2,7 +2,10 @@
 //! and the transcript's places, the composer, overlays, and what the user sent and how it
 //! stands. Keys are in `keys.rs`; drawing is in `view/`.
 
+mod composer;
 mod keys;
+
+pub use composer::Composer;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,67 +49,6 @@ pub enum Confirm {
     },
     /// Quitting stops the run this process drives.
     Quit,
-}
-
-/// The text being typed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Composer {
-    pub text: String,
-    /// The cursor, in characters.
-    pub cursor: usize,
-}
-
-impl Composer {
-    pub fn insert(&mut self, c: char) {
-        let at = self.byte_at(self.cursor);
-        self.text.insert(at, c);
-        self.cursor += 1;
-    }
-
-    pub fn backspace(&mut self) {
-        if self.cursor == 0 {
-            return;
-        }
-        let at = self.byte_at(self.cursor - 1);
-        self.text.remove(at);
-        self.cursor -= 1;
-    }
-
-    pub fn delete(&mut self) {
-        if self.cursor < self.text.chars().count() {
-            let at = self.byte_at(self.cursor);
-            self.text.remove(at);
-        }
-    }
-
-    pub fn left(&mut self) {
-        self.cursor = self.cursor.saturating_sub(1);
-    }
-
-    pub fn right(&mut self) {
-        self.cursor = (self.cursor + 1).min(self.text.chars().count());
-    }
-
-    pub fn home(&mut self) {
-        self.cursor = 0;
-    }
-
-    pub fn end(&mut self) {
-        self.cursor = self.text.chars().count();
-    }
-
-    /// Takes the text out, leaving the composer empty.
-    pub fn take(&mut self) -> String {
-        self.cursor = 0;
-        std::mem::take(&mut self.text)
-    }
-
-    fn byte_at(&self, chars: usize) -> usize {
-        self.text
-            .char_indices()
-            .nth(chars)
-            .map_or(self.text.len(), |(at, _)| at)
-    }
 }
 
 /// How something the user sent stands.
