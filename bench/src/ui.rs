@@ -73,9 +73,9 @@ fn make_session(home: &Path, dir: &Path) -> Result<(ThreadId, ThreadId), String>
         .threads_in_session(session)
         .map_err(err)?
         .into_iter()
-        .find(|thread| thread.path == worker)
+        .find(|thread| thread.path() == &worker)
         .ok_or("no worker_0")?
-        .id;
+        .id();
     let lines: Vec<RolloutItem> = (0..TRANSCRIPT)
         .map(|i| {
             RolloutItem::ResponseItem(ResponseItem::Message {

@@ -469,7 +469,7 @@ async fn run_episode(
             },
         }
     }
-    orch.complete();
+    orch.complete().await;
     orch.shutdown("shutdown").await;
     watcher.abort();
     drop(orch);

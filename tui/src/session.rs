@@ -93,7 +93,7 @@ impl Session {
 
     /// The session a [`SessionView`] shows.
     pub fn from_view(home: &Path, view: SessionView) -> Self {
-        let driver = match Lease::holder(home, view.root.id) {
+        let driver = match Lease::holder(home, view.root.id()) {
             Some(pid) => Driver::Process(pid),
             None => Driver::None,
         };
@@ -168,7 +168,7 @@ impl Session {
 
     /// The session's id.
     pub fn id(&self) -> ThreadId {
-        self.root.id
+        self.root.id()
     }
 
     /// Marks the session driven by this process (or no longer).
@@ -269,7 +269,7 @@ impl Session {
         let driver = if self.driven_here {
             Driver::Here
         } else {
-            match Lease::holder(&self.home, self.root.id) {
+            match Lease::holder(&self.home, self.root.id()) {
                 Some(pid) if pid == std::process::id() => Driver::Here,
                 Some(pid) => Driver::Process(pid),
                 None => Driver::None,
@@ -320,8 +320,8 @@ impl Session {
                 AgentStatus::Queued => {
                     figures.totals.queued += 1;
                     // Seen queued by this UI: by the line; otherwise by the row's last change.
-                    let seq = self.queued_at.get(&row.record.id).copied().unwrap_or(0);
-                    queued.push((seq, row.record.updated_at.as_millis(), row.record.id));
+                    let seq = self.queued_at.get(&row.record.id()).copied().unwrap_or(0);
+                    queued.push((seq, row.record.updated_at.as_millis(), row.record.id()));
                 }
                 AgentStatus::Waiting => figures.totals.waiting += 1,
                 AgentStatus::AwaitingApproval => figures.totals.awaiting_approval += 1,

@@ -54,12 +54,14 @@ impl Tree {
     }
 
     fn nearest_shown(&self, state: &SessionState, id: ThreadId) -> usize {
-        let mut current = state.thread(id).and_then(|row| row.record.parent_id);
+        let mut current = state.thread(id).and_then(|row| row.record.meta.parent_id);
         while let Some(parent) = current {
             if let Some(at) = self.rows.iter().position(|row| row.id == parent) {
                 return at;
             }
-            current = state.thread(parent).and_then(|row| row.record.parent_id);
+            current = state
+                .thread(parent)
+                .and_then(|row| row.record.meta.parent_id);
         }
         0
     }
@@ -130,16 +132,16 @@ impl Tree {
 pub fn flatten(state: &SessionState, collapsed: &HashSet<ThreadId>, show_closed: bool) -> Vec<Row> {
     let mut children: HashMap<ThreadId, Vec<ThreadId>> = HashMap::new();
     for row in state.threads.values() {
-        if let Some(parent) = row.record.parent_id {
+        if let Some(parent) = row.record.meta.parent_id {
             if !show_closed && Session::is_closed(row) {
                 continue;
             }
-            children.entry(parent).or_default().push(row.record.id);
+            children.entry(parent).or_default().push(row.record.id());
         }
     }
     for list in children.values_mut() {
         list.sort_by(|a, b| {
-            let path = |id: &ThreadId| state.thread(*id).map(|row| row.record.path.as_str());
+            let path = |id: &ThreadId| state.thread(*id).map(|row| row.record.meta.path.as_str());
             path(a).cmp(&path(b)).then(a.cmp(b))
         });
     }
@@ -147,7 +149,7 @@ pub fn flatten(state: &SessionState, collapsed: &HashSet<ThreadId>, show_closed:
     let Some(root) = state.root() else {
         return rows;
     };
-    let mut stack = vec![(root.record.id, 0usize)];
+    let mut stack = vec![(root.record.id(), 0usize)];
     while let Some((id, depth)) = stack.pop() {
         let kids = children.get(&id).map_or(&[][..], Vec::as_slice);
         let is_collapsed = collapsed.contains(&id);

@@ -139,7 +139,7 @@ impl App {
     fn select_parent(&mut self) {
         let parent = self.selected_id().and_then(|id| {
             let session = self.session.as_ref()?;
-            session.state.thread(id)?.record.parent_id
+            session.state.thread(id)?.record.meta.parent_id
         });
         if let Some(parent) = parent {
             self.tree.select_id(parent);
@@ -350,8 +350,14 @@ impl App {
         let hit = (1..=count).find_map(|step| {
             let at = (self.tree.selected + step) % count;
             let row = session.state.thread(rows[at].id)?;
-            let path = row.record.path.as_str().to_lowercase();
-            let nickname = row.record.nickname.as_deref().unwrap_or("").to_lowercase();
+            let path = row.record.meta.path.as_str().to_lowercase();
+            let nickname = row
+                .record
+                .meta
+                .nickname
+                .as_deref()
+                .unwrap_or("")
+                .to_lowercase();
             (path.contains(&query) || nickname.contains(&query)).then_some(at)
         });
         if let Some(at) = hit {
@@ -362,14 +368,20 @@ impl App {
         }
         // A hidden agent (under a collapsed or closed branch): open the way to it.
         let hidden = session.state.threads.values().find(|row| {
-            row.record.path.as_str().to_lowercase().contains(&query)
+            row.record
+                .meta
+                .path
+                .as_str()
+                .to_lowercase()
+                .contains(&query)
                 || row
                     .record
+                    .meta
                     .nickname
                     .as_deref()
                     .is_some_and(|n| n.to_lowercase().contains(&query))
         });
-        let Some(found) = hidden.map(|row| row.record.id) else {
+        let Some(found) = hidden.map(|row| row.record.id()) else {
             self.notice(&format!("no agent matches `{query}`"), true);
             return;
         };
@@ -380,7 +392,7 @@ impl App {
             if row.is_some_and(crate::session::Session::is_closed) {
                 self.tree.show_closed = true;
             }
-            current = row.and_then(|r| r.record.parent_id);
+            current = row.and_then(|r| r.record.meta.parent_id);
         }
         self.tree.sync(session, true);
         self.tree.select_id(found);

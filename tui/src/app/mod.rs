@@ -444,7 +444,7 @@ impl App {
     pub fn selected_path(&self) -> Option<AgentPath> {
         let id = self.tree.selected_id()?;
         let session = self.session.as_ref()?;
-        Some(session.state.thread(id)?.record.path.clone())
+        Some(session.state.thread(id)?.record.meta.path.clone())
     }
 
     pub fn selected_id(&self) -> Option<ThreadId> {

@@ -47,7 +47,7 @@ impl Transcript {
     /// Opens the transcript of `row` at its end.
     pub fn open(session: &Session, row: &AgentRow) -> Self {
         let mut transcript = Self {
-            thread: row.record.id,
+            thread: row.record.id(),
             rollout: session.home.join(&row.record.rollout_path),
             older_end: 0,
             last_seq: 0,
@@ -59,7 +59,7 @@ impl Transcript {
             skipped: 0,
         };
         let from_rollout = transcript.load_rollout_end();
-        let indexed = session.lines_of(row.record.id);
+        let indexed = session.lines_of(row.record.id());
         if !from_rollout && session.stored > 0 {
             // No rollout to read (not made yet, or damaged), and the lines before the store's
             // position were not indexed: read the agent's lines from the log.

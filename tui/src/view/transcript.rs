@@ -30,18 +30,18 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
     let status = session.status(row);
     let mut line = format!(
         "{} · {} · {} · {}",
-        record.path,
-        record.nickname.as_deref().unwrap_or("-"),
-        record.role,
-        record.model
+        record.meta.path,
+        record.meta.nickname.as_deref().unwrap_or("-"),
+        record.meta.role,
+        record.meta.model
     );
     line = truncate(&line, usize::from(area.width));
     put(buf, area, area.x, area.y, &line, theme.title());
-    let unread: Vec<_> = session.state.unread(record.id).collect();
+    let unread: Vec<_> = session.state.unread(record.id()).collect();
     let pending = session
         .figures
         .pending
-        .get(&record.id)
+        .get(&record.id())
         .copied()
         .unwrap_or(0);
     let x = put(

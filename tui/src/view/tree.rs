@@ -82,7 +82,7 @@ impl Columns {
 /// The status word of a row: `queued #2` with its place in the queue.
 pub fn status_text(session: &Session, row: &AgentRow, status: &AgentStatus) -> String {
     match status {
-        AgentStatus::Queued => match session.figures.queue_position.get(&row.record.id) {
+        AgentStatus::Queued => match session.figures.queue_position.get(&row.record.id()) {
             Some(place) => format!("queued #{place}"),
             None => "queued".to_string(),
         },
@@ -108,10 +108,10 @@ fn resident(session: &Session, row: &AgentRow) -> bool {
 }
 
 fn label(row: &AgentRow) -> String {
-    if row.record.path.is_root() {
-        row.record.path.to_string()
+    if row.record.meta.path.is_root() {
+        row.record.meta.path.to_string()
     } else {
-        row.record.path.name().to_string()
+        row.record.meta.path.name().to_string()
     }
 }
 
@@ -225,11 +225,16 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
             ),
             (
                 cols.nickname,
-                agent.record.nickname.clone().unwrap_or_else(|| "-".into()),
+                agent
+                    .record
+                    .meta
+                    .nickname
+                    .clone()
+                    .unwrap_or_else(|| "-".into()),
                 NICKNAME,
             ),
-            (cols.role, agent.record.role.clone(), ROLE),
-            (cols.model, agent.record.model.clone(), MODEL),
+            (cols.role, agent.record.meta.role.clone(), ROLE),
+            (cols.model, agent.record.meta.model.clone(), MODEL),
             (
                 cols.resident,
                 if resident(session, agent) { "yes" } else { "-" }.to_string(),
