@@ -11,8 +11,9 @@ pub struct Cli {
     /// Where arbor keeps its state (default: $ARBOR_HOME, else ~/.arbor).
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
+    /// Without a command on a terminal, `arbor` opens the terminal UI (`arbor ui`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +51,10 @@ pub enum Command {
     Approve(AnswerArgs),
     /// Deny a pending request.
     Deny(AnswerArgs),
+    /// The interactive terminal UI: the live tree, any agent's transcript, a composer to
+    /// talk to any agent, the approval queue. Attaches to SESSION (live or stopped); without
+    /// it, asks for a task and starts a new session with the options `exec` takes.
+    Ui(UiArgs),
     /// Trust a workspace (default: the current directory): its .arbor/config.toml may then
     /// choose the provider, base_url, api_key_env, headers and shell_environment, and its
     /// .arbor/rules may allow commands.
@@ -116,6 +121,17 @@ pub struct ExecArgs {
     /// Exit when the root's turn ends, leaving running children interrupted (`parent_exit`).
     #[arg(long)]
     pub no_wait_children: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// The session to attach to (an id or a unique prefix of at least 8 characters).
+    pub session: Option<String>,
+    /// Attach to the newest session.
+    #[arg(long)]
+    pub last: bool,
+    #[command(flatten)]
+    pub run: RunOptions,
 }
 
 #[derive(Debug, Args)]

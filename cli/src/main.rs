@@ -13,7 +13,9 @@ mod outside;
 mod prompt;
 mod read;
 mod session;
+mod summary;
 mod trust;
+mod ui;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,7 +86,23 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         arbor_orchestrator::session_runtime()
             .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))
     };
-    match cli.command {
+    let Some(command) = cli.command else {
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal()
+            && std::io::stdout().is_terminal()
+            && let Ok(Cli {
+                command: Some(Command::Ui(args)),
+                ..
+            }) = Cli::try_parse_from(["arbor", "ui"])
+        {
+            return ui::ui(home, args);
+        }
+        return Err(CliError::usage(
+            "no command given: see `arbor --help` (on a terminal, `arbor` alone opens the UI)",
+        ));
+    };
+    match command {
+        Command::Ui(args) => ui::ui(home, args),
         Command::Exec(args) => runtime()?.block_on(exec::exec(home, args)),
         Command::Resume(args) => runtime()?.block_on(session::resume(home, args)),
         Command::Followup(args) => runtime()?.block_on(session::followup(home, args)),

@@ -48,8 +48,26 @@ pub fn spawn_printer(
     if mode == Mode::Json {
         print_notices(notices.take());
     }
+    let mut summary =
+        (mode == Mode::Human && crate::summary::wanted()).then(crate::summary::Summary::default);
     let handle = tokio::spawn(async move {
         let mut print = |line: &EventLine| {
+            if let Some(summary) = summary.as_mut() {
+                // On a terminal: a live summary, and only the lines a person must see.
+                let shown = summary.take(&line.event)
+                    && !(prompting && matches!(line.event, Event::ApprovalRequested { .. }));
+                let text = if shown { human(&line.event) } else { None };
+                summary.print(text.as_deref());
+                if matches!(line.event, Event::SessionStarted { .. }) {
+                    for notice in notices.take().into_iter().flatten() {
+                        summary.print(Some(&notice));
+                    }
+                }
+                if matches!(line.event, Event::SessionCompleted { .. }) {
+                    summary.finish();
+                }
+                return;
+            }
             if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
                 return;
             }
@@ -86,6 +104,9 @@ pub fn spawn_printer(
             if stopping {
                 break;
             }
+        }
+        if let Some(summary) = summary.as_mut() {
+            summary.finish();
         }
     });
     (stop_tx, handle)

@@ -20,6 +20,8 @@ pub fn spawn(mut prompts: mpsc::UnboundedReceiver<ApprovalPrompt>) -> JoinHandle
             if !prompt.is_open() {
                 continue;
             }
+            crate::summary::PROMPT_OPEN.store(true, std::sync::atomic::Ordering::SeqCst);
+            crate::summary::clear_line();
             eprint!("{}{CHOICES}", describe(&prompt));
             let answer = loop {
                 let line = tokio::select! {
@@ -41,6 +43,7 @@ pub fn spawn(mut prompts: mpsc::UnboundedReceiver<ApprovalPrompt>) -> JoinHandle
                     },
                 }
             };
+            crate::summary::PROMPT_OPEN.store(false, std::sync::atomic::Ordering::SeqCst);
             if let Some(answer) = answer
                 && let Err(message) = prompt.answer(answer).await
             {

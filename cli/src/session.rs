@@ -57,7 +57,7 @@ fn external(err: OrchestratorError) -> CliError {
 }
 
 /// The newest session's id, for `--last`.
-fn last_session(home: &Path) -> Result<String, CliError> {
+pub fn last_session(home: &Path) -> Result<String, CliError> {
     let store = crate::read::open_store(home)?;
     let newest = store.sessions()?.into_iter().next();
     newest

@@ -149,6 +149,19 @@ pub fn answer_external(
     request_id: &str,
     approve: bool,
 ) -> Result<ExternalAnswer, OrchestratorError> {
+    answer_external_with(home, session, request_id, approve, false)
+}
+
+/// Like [`answer_external`]; `for_session` (with `approve`) also asks a live driver to let the
+/// same command in the same cwd run without asking for the rest of its run. A stopped session
+/// has no run to remember it for: there the approval is the same as `arbor approve`.
+pub fn answer_external_with(
+    home: &Path,
+    session: &str,
+    request_id: &str,
+    approve: bool,
+    for_session: bool,
+) -> Result<ExternalAnswer, OrchestratorError> {
     let view = SessionView::open(home, session)?;
     let request_id = request_id.trim();
     let record = view.state.approval(request_id).cloned().ok_or_else(|| {
@@ -215,6 +228,7 @@ pub fn answer_external(
         lines.push(RolloutItem::UserAnswer(UserAnswer {
             request_id: request_id.to_string(),
             approve,
+            for_session: approve && for_session,
         }));
         Lease::holder(home, view.root.id())
     };

@@ -35,8 +35,8 @@ pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 pub use crate::error::OrchestratorError;
 pub use crate::external::{
-    ExternalAnswer, SentExternal, answer_external, close_external, interrupt_external,
-    send_external,
+    ExternalAnswer, SentExternal, answer_external, answer_external_with,
+    close_external, interrupt_external, send_external,
 };
 pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
 pub use crate::lease::Lease;

@@ -31,6 +31,10 @@ pub struct UserTarget {
 pub struct UserAnswer {
     pub request_id: String,
     pub approve: bool,
+    /// An approval that also lets the same command in the same cwd run without asking for the
+    /// rest of the driver's run (`arbor ui`'s "allow for the session").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub for_session: bool,
 }
 
 /// A human's approval that lets the identical retry of a request through once (the line's

@@ -20,3 +20,4 @@ mod settling;
 mod store;
 mod store_lag;
 mod streaming;
+mod ui;

@@ -261,6 +261,7 @@ fn the_first_decision_stands_and_answers_wait_for_a_driver() {
         RolloutItem::UserAnswer(UserAnswer {
             request_id: "r1".into(),
             approve: true,
+            for_session: false,
         }),
     );
     let state = s.state();

@@ -195,6 +195,9 @@ impl Actor {
                 ticket: None,
             }),
             RolloutItem::UserAnswer(answer) => {
+                if answer.approve && answer.for_session {
+                    crate::approval::approve_for_session(&self.ctx, &answer.request_id);
+                }
                 crate::approval::answered(&self.ctx, &answer.request_id, answer.approve);
             }
             // Other lines of other processes carry nothing this process acts on.

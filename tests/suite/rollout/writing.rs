@@ -120,6 +120,7 @@ fn every_item() -> Vec<RolloutItem> {
         RolloutItem::UserAnswer(UserAnswer {
             request_id: "req_1".into(),
             approve: true,
+            for_session: false,
         }),
         RolloutItem::ApprovalOverride(ApprovalOverride {
             request_id: "req_1".into(),
