@@ -41,9 +41,15 @@ async fn apply(inner: &Arc<Inner>, line: RolloutLine) {
         RolloutItem::UserClose(target) => {
             if let Some(agent) = inner.registry.get(target.target_id)
                 && !agent.state().closed
-                && let Err(err) = manage::close(inner, None, &agent).await
             {
-                tracing::error!(path = %agent.path(), error = %err, "close from another process failed");
+                match manage::close(inner, None, &agent).await {
+                    Ok(_) => {
+                        crate::worktrees::release(inner, &agent).await;
+                    }
+                    Err(err) => {
+                        tracing::error!(path = %agent.path(), error = %err, "close from another process failed");
+                    }
+                }
             }
         }
         RolloutItem::UserInterrupt(target) => {
@@ -53,6 +59,11 @@ async fn apply(inner: &Arc<Inner>, line: RolloutLine) {
         }
         RolloutItem::UserAnswer(answer) => {
             crate::approval::answered(inner, &answer.request_id, answer.approve);
+        }
+        RolloutItem::Worktree(fact) => {
+            if let Some(thread) = line.thread {
+                crate::worktrees::ingest(inner, thread, &fact);
+            }
         }
         // Other lines of other processes carry nothing this process acts on.
         RolloutItem::SessionMeta(_)

@@ -27,6 +27,7 @@ mod scheduler;
 mod tools;
 mod turn;
 mod turn_end;
+mod worktrees;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +58,9 @@ pub use crate::open::SessionView;
 use crate::projection::Projection;
 pub use crate::resume::{ResumeInfo, find_root};
 use crate::runtime::{Inner, Session};
+/// Worktrees seen from other processes (`arbor diff`, `merge`, `tree`, `close`) and orphan
+/// worktrees (`arbor doctor`, `arbor gc`).
+pub use crate::worktrees::{orphans, outside};
 pub use arbor_tools::SandboxStatus;
 
 /// How long shutdown waits for agent tasks to persist their final state.
@@ -289,6 +293,7 @@ impl Orchestrator {
                         stamp: Some(self.root_stamp),
                         history: Vec::new(),
                         task: None,
+                        worktree: None,
                     },
                 )
                 .await

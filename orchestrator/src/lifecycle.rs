@@ -38,6 +38,8 @@ pub struct NewAgent<'a> {
     /// Its parent's task for it, recorded (as the parent's `mail_sent`) in the same write as
     /// its header, so no crash leaves an agent without its task. The caller delivers it.
     pub task: Option<Mail>,
+    /// Its git worktree (made by the caller), recorded right after its header.
+    pub worktree: Option<Arc<crate::worktrees::AgentWorktree>>,
 }
 
 /// Creates, persists, registers and starts an agent. Its status is `pending_init`.
@@ -80,14 +82,21 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         caps: new.caps,
         cwd: new.cwd,
         rollout_path: rollout,
-        instructions: instructions_for(new.role),
+        instructions: crate::worktrees::instructions(
+            instructions_for(new.role),
+            new.worktree.as_deref(),
+        ),
         internal: new.internal,
+        worktree: new.worktree.clone(),
     };
     let agent = Agent::new(identity, token, AgentStatus::PendingInit, inner.log.clone());
     if !inner.registry.insert(Arc::clone(&agent)) {
         return Err(format!("agent path `{}` already exists", new.path));
     }
     let mut lines = vec![(id, RolloutItem::SessionMeta(meta))];
+    if let Some(worktree) = &new.worktree {
+        lines.push((id, RolloutItem::Worktree(worktree.created())));
+    }
     lines.extend(
         new.history
             .iter()

@@ -33,6 +33,8 @@ pub async fn ensure_resident(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(
         inner.touch(agent);
         return Ok(());
     }
+    crate::worktrees::check_present(agent)
+        .map_err(|err| format!("revival of {} failed: {err}", agent.path()))?;
     if counts_for_residency(agent) {
         make_room(inner, agent).await;
     }

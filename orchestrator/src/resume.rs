@@ -212,7 +212,16 @@ fn register_tree(
             // would wait for a task forever.
             status = AgentStatus::Errored(LOST_TASK.to_string());
         }
-        let agent = register(inner, &row.record, status, parent.as_ref(), notices);
+        let worktree =
+            crate::worktrees::restore(inner, state, row.record.id, &row.record.path, notices);
+        let agent = register(
+            inner,
+            &row.record,
+            status,
+            parent.as_ref(),
+            worktree,
+            notices,
+        );
         agent
             .state()
             .mailbox
@@ -228,6 +237,7 @@ fn register(
     record: &ThreadRecord,
     status: AgentStatus,
     parent: Option<&Arc<Agent>>,
+    worktree: Option<Arc<crate::worktrees::AgentWorktree>>,
     notices: &mut Vec<String>,
 ) -> Arc<Agent> {
     let role = match inner.roles.get(&record.role) {
@@ -263,8 +273,9 @@ fn register(
         caps,
         cwd: PathBuf::from(&record.cwd),
         rollout_path: inner.config.home.join(&record.rollout_path),
-        instructions: instructions_for(&role),
+        instructions: crate::worktrees::instructions(instructions_for(&role), worktree.as_deref()),
         internal: record.role == arbor_roles::GUARDIAN_ROLE,
+        worktree,
     };
     let token = match parent {
         Some(parent) => parent.token.child_token(),

@@ -99,7 +99,8 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
         // An interrupted turn leaves no process of its agent's running.
         agent.live.kill_all();
     }
-    finish_turn(inner, agent, turn, outcome);
+    let note = crate::worktrees::turn_end_note(inner, agent, &outcome).await;
+    finish_turn(inner, agent, turn, outcome, note);
 }
 
 async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {

@@ -23,8 +23,15 @@ pub enum Outcome {
     Aborted(AbortKind, String),
 }
 
-/// Ends turn `turn` of `agent` with `outcome`.
-pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: Outcome) {
+/// Ends turn `turn` of `agent` with `outcome`; `note` ends its result mail (a worktree
+/// agent's change summary).
+pub fn finish_turn(
+    inner: &Arc<Inner>,
+    agent: &Arc<Agent>,
+    turn: u64,
+    outcome: Outcome,
+    note: Option<String>,
+) {
     let mut lines = dangling_call_outputs(agent);
     let outputs: Vec<ResponseItem> = lines
         .iter()
@@ -57,6 +64,10 @@ pub fn finish_turn(inner: &Arc<Inner>, agent: &Arc<Agent>, turn: u64, outcome: O
             lines.push(RolloutItem::TurnAborted(aborted));
             (status.clone(), status.to_string())
         }
+    };
+    let result_text = match note {
+        Some(note) => format!("{result_text}\n\n{note}"),
+        None => result_text,
     };
     let closed = agent.state().closed;
     // The result mail goes with the end line: a result is sent exactly when its turn ended.

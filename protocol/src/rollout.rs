@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::facts::{
     ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget,
 };
-use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp};
+use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp, WorktreeFact};
 
 /// Written into every `session_meta` header; bumped when old readers could misread new files.
 pub const ROLLOUT_FORMAT_VERSION: u32 = 1;
@@ -57,6 +57,8 @@ pub enum RolloutItem {
     ApprovalRequested(ApprovalRequested),
     ApprovalDecided(ApprovalDecided),
     Usage(Usage),
+    /// A fact about the agent's own git worktree (made, merged, removed).
+    Worktree(WorktreeFact),
     /// Session facts, in the log only.
     Status(StatusChanged),
     UserMail(UserMail),
@@ -81,6 +83,7 @@ impl RolloutItem {
         "approval_requested",
         "approval_decided",
         "usage",
+        "worktree",
         "status",
         "user_mail",
         "user_close",
@@ -104,6 +107,7 @@ impl RolloutItem {
             Self::ApprovalRequested(_) => "approval_requested",
             Self::ApprovalDecided(_) => "approval_decided",
             Self::Usage(_) => "usage",
+            Self::Worktree(_) => "worktree",
             Self::Status(_) => "status",
             Self::UserMail(_) => "user_mail",
             Self::UserClose(_) => "user_close",
@@ -127,7 +131,8 @@ impl RolloutItem {
             | Self::AgentClosed(_)
             | Self::ApprovalRequested(_)
             | Self::ApprovalDecided(_)
-            | Self::Usage(_) => true,
+            | Self::Usage(_)
+            | Self::Worktree(_) => true,
             Self::Status(_)
             | Self::UserMail(_)
             | Self::UserClose(_)

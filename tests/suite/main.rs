@@ -18,3 +18,4 @@ mod settling;
 mod store;
 mod store_lag;
 mod streaming;
+mod worktrees;

@@ -88,6 +88,7 @@ async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
             stamp: None,
             history: Vec::new(),
             task: None,
+            worktree: None,
         },
     )
     .await

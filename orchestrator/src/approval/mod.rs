@@ -132,6 +132,33 @@ impl Approvals {
         )
     }
 
+    /// The sandbox of a worktree agent: `mode` rooted at its `workspace` (which stays writable
+    /// although it lies in the protected home), with `read_only` (the checkouts it forked from)
+    /// kept read-only like the home.
+    pub fn worktree_launcher(
+        &self,
+        mode: SandboxMode,
+        workspace: &Path,
+        read_only: Vec<PathBuf>,
+    ) -> Arc<SandboxLauncher> {
+        let mut launchers = self
+            .launchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            launchers
+                .entry((mode, workspace.to_path_buf()))
+                .or_insert_with(|| {
+                    Arc::new(
+                        SandboxLauncher::new(mode, workspace, self.allow_network)
+                            .protecting(self.protected.clone())
+                            .also_read_only(read_only, "a checkout this agent forked from")
+                            .writable_workspace(),
+                    )
+                }),
+        )
+    }
+
     /// What the sandbox of `mode` at `workspace` really enforces.
     pub fn sandbox_status(&self, mode: SandboxMode, workspace: &Path) -> SandboxStatus {
         self.launcher(mode, workspace).status().clone()
@@ -178,7 +205,10 @@ pub async fn gate_exec(
     let caps = &agent.identity.caps;
     let escalated = args.permissions() == SandboxPermissions::RequireEscalated;
     let evaluation = approvals.policy.evaluate(&args.cmd);
-    let sandboxed: Arc<dyn Launcher> = approvals.launcher(caps.sandbox, &agent.identity.cwd);
+    let sandboxed: Arc<dyn Launcher> = match crate::worktrees::launcher(inner, agent) {
+        Some(launcher) => launcher,
+        None => approvals.launcher(caps.sandbox, &agent.identity.cwd),
+    };
     let mut need = need::assess(&evaluation, caps.approval_policy, escalated);
     if caps.approval_policy == ApprovalPolicy::Untrusted && need == need::Need::Run {
         need = untrusted_git(&evaluation, workdir).await;

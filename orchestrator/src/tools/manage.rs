@@ -88,7 +88,11 @@ pub async fn close_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         ));
     }
     let previous = close(inner, Some(caller.as_ref()), &target).await?;
-    Ok(json!({ "previous_status": previous }).to_string())
+    let mut output = json!({ "previous_status": previous });
+    if let Some(worktree) = crate::worktrees::release(inner, &target).await {
+        output["worktree"] = worktree;
+    }
+    Ok(output.to_string())
 }
 
 /// Closes `target` on behalf of `closer`: the close is a line of the closer's (which closes

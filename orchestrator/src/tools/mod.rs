@@ -6,7 +6,7 @@ mod messaging;
 pub mod spawn;
 pub mod specs;
 mod wait;
-mod work;
+pub(crate) mod work;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -87,8 +87,17 @@ pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> St
             "send_message" => messaging::send_message(inner, agent, &call.arguments).await,
             "followup_task" => messaging::followup_task(inner, agent, &call.arguments).await,
             "wait_agent" => wait::wait_agent(inner, agent, &call.arguments).await,
-            "list_agents" => manage::list_agents(inner, agent, &call.arguments),
+            "list_agents" => match manage::list_agents(inner, agent, &call.arguments) {
+                Ok(listed) => Ok(crate::worktrees::list_changes(inner, listed).await),
+                Err(err) => Err(err),
+            },
             "close_agent" => manage::close_agent(inner, agent, &call.arguments).await,
+            "diff_agent" => {
+                crate::worktrees::tools::diff_agent(inner, agent, &call.arguments).await
+            }
+            "merge_agent" => {
+                crate::worktrees::tools::merge_agent(inner, agent, &call.arguments).await
+            }
             "interrupt_agent" => manage::interrupt_agent(inner, agent, &call.arguments),
             "exec_command" => work::exec_command(inner, agent, &call.arguments).await,
             "apply_patch" => work::apply_patch(inner, agent, &call.arguments).await,
@@ -127,6 +136,7 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T,
 pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
     inner.tool_specs(&agent.identity.caps.tools, || {
         let mut messaging = specs::messaging_tools();
+        messaging.extend(crate::worktrees::tools::specs());
         agent
             .identity
             .caps

@@ -28,6 +28,8 @@ struct SpawnArgs {
     reasoning_effort: Option<String>,
     #[serde(default)]
     fork_turns: Option<String>,
+    #[serde(default)]
+    isolation: Option<String>,
 }
 
 /// How much of the parent's history a child starts with.
@@ -102,9 +104,17 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
         .or_else(|| role.reasoning_effort.clone())
         .or_else(|| caller.identity.effort.clone());
+    let caps = caller.identity.caps.narrow_for(role);
+    let prepared =
+        crate::worktrees::prepare(inner, caller, &path, role, &caps, args.isolation.as_deref())
+            .await?;
+    let cwd = prepared
+        .worktree
+        .as_ref()
+        .map_or_else(|| caller.identity.cwd.clone(), |wt| wt.cwd());
     let nickname = inner.draw_nickname(role);
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
-    let child = create_agent(
+    let created = create_agent(
         inner,
         NewAgent {
             id: ThreadId::new(),
@@ -113,22 +123,40 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
             role,
             model,
             effort,
-            caps: caller.identity.caps.narrow_for(role),
+            caps,
             nickname: Some(nickname.clone()),
-            cwd: caller.identity.cwd.clone(),
+            cwd,
             internal: false,
             stamp: None,
             history: forked_history(caller, fork),
             task: Some(task.clone()),
+            worktree: prepared.worktree.clone(),
         },
     )
-    .await?;
+    .await;
+    let child = match created {
+        Ok(child) => child,
+        Err(err) => {
+            if let Some(wt) = &prepared.worktree {
+                crate::worktrees::discard(inner, wt).await;
+            }
+            return Err(err);
+        }
+    };
+    crate::worktrees::started(inner, &child);
     mail::announce(inner, &task);
     mail::push(inner, &child, task);
     // The child takes its task before its parent goes on: children start in spawn order, and
     // mail a later sibling sends does not reach a child before its own first task does.
     tokio::task::yield_now().await;
-    Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
+    let mut output = json!({"task_name": child.path().as_str(), "nickname": nickname});
+    if let Some(wt) = &prepared.worktree {
+        output["worktree"] = json!({"path": wt.cwd().display().to_string(), "branch": wt.branch});
+    }
+    if let Some(notice) = prepared.notice {
+        output["notice"] = json!(notice);
+    }
+    Ok(output.to_string())
 }
 
 /// A model and effort the model asked for, checked as a role file's are: a value the server

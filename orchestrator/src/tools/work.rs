@@ -17,6 +17,7 @@ use crate::runtime::Inner;
 
 pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args = ExecArgs::parse(arguments).map_err(|err| err.to_string())?;
+    crate::worktrees::ready(agent).await?;
     let request = ExecRequest::from_args(&args, &agent.identity.cwd, &ExecConfig::default())
         .map_err(|err| err.to_string())?;
     let launcher = approval::gate_exec(inner, agent, &args, &request.workdir).await?;
@@ -36,6 +37,7 @@ struct PatchArgs {
 
 pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
+    crate::worktrees::ready(agent).await?;
     let cwd = agent.identity.cwd.clone();
     let mode = agent.identity.caps.sandbox;
     // A patch passes its own approval gate (`untrusted` asks for it) before it is applied.
@@ -49,7 +51,7 @@ pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str
 }
 
 /// Waits until everything appended so far is on disk; a failed log refuses the side effect.
-async fn durable_now(inner: &Inner) -> Result<(), String> {
+pub(crate) async fn durable_now(inner: &Inner) -> Result<(), String> {
     let upto = inner.log.appended();
     inner
         .log

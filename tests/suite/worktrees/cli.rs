@@ -1,0 +1,1 @@
+//! `arbor diff`, `arbor merge`, `arbor tree` and `arbor doctor` on worktree agents.

@@ -1,0 +1,1 @@
+//! Worktrees across eviction, resume and close.
