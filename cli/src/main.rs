@@ -14,6 +14,7 @@ mod prompt;
 mod read;
 mod session;
 mod trust;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -102,5 +103,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Approve(args) => approvals::answer(&home, &args, true),
         Command::Deny(args) => approvals::answer(&home, &args, false),
         Command::Trust(args) => trust::trust(&home, &args),
+        Command::Diff(args) => worktrees::diff(&home, &args),
+        Command::Merge(args) => worktrees::merge(&home, &args),
     }
 }

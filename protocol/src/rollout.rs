@@ -57,8 +57,6 @@ pub enum RolloutItem {
     ApprovalRequested(ApprovalRequested),
     ApprovalDecided(ApprovalDecided),
     Usage(Usage),
-    /// A fact about the agent's own git worktree (made, merged, removed).
-    Worktree(WorktreeFact),
     /// Session facts, in the log only.
     Status(StatusChanged),
     UserMail(UserMail),
@@ -67,6 +65,8 @@ pub enum RolloutItem {
     UserAnswer(UserAnswer),
     ApprovalOverride(ApprovalOverride),
     OverrideUsed(OverrideUsed),
+    /// A fact about the agent's own git worktree (made, merged, removed).
+    Worktree(WorktreeFact),
 }
 
 impl RolloutItem {
@@ -83,7 +83,6 @@ impl RolloutItem {
         "approval_requested",
         "approval_decided",
         "usage",
-        "worktree",
         "status",
         "user_mail",
         "user_close",
@@ -91,6 +90,7 @@ impl RolloutItem {
         "user_answer",
         "approval_override",
         "override_used",
+        "worktree",
     ];
 
     /// The `type` text of this item.
@@ -131,15 +131,15 @@ impl RolloutItem {
             | Self::AgentClosed(_)
             | Self::ApprovalRequested(_)
             | Self::ApprovalDecided(_)
-            | Self::Usage(_)
-            | Self::Worktree(_) => true,
+            | Self::Usage(_) => true,
             Self::Status(_)
             | Self::UserMail(_)
             | Self::UserClose(_)
             | Self::UserInterrupt(_)
             | Self::UserAnswer(_)
             | Self::ApprovalOverride(_)
-            | Self::OverrideUsed(_) => false,
+            | Self::OverrideUsed(_)
+            | Self::Worktree(_) => false,
         }
     }
 }

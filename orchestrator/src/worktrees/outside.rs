@@ -84,8 +84,12 @@ fn git() -> Result<Git, ExternalError> {
     Git::system().map_err(|err| refused(err.to_string()))
 }
 
+/// Git failing is the command failing (exit 1), not a wrong request.
 fn failed(err: arbor_worktree::WorktreeError) -> ExternalError {
-    refused(err.to_string())
+    match err {
+        arbor_worktree::WorktreeError::Refused(message) => refused(message),
+        err => ExternalError::Start(crate::OrchestratorError::Start(err.to_string())),
+    }
 }
 
 /// The change summary of every worktree agent of the view whose worktree is there.
