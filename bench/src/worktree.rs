@@ -115,7 +115,7 @@ async fn session(
     let mut events = orch.subscribe();
     orch.start(name).await.map_err(|err| err.to_string())?;
     orch.wait_quiescent().await;
-    let status = orch.root_status();
+    let status = orch.root_status().await;
     orch.shutdown("done").await;
     if status != AgentStatus::Completed(Some("done".into())) {
         return Err(format!("the {name} session ended as {status}"));

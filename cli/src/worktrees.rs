@@ -141,7 +141,7 @@ pub fn after_close(home: &Path, session: &str, target: &str) -> Result<(), CliEr
             .ok()
             .and_then(|path| view.state.at_path(&path)),
     };
-    let Some(id) = row.map(|row| row.record.id) else {
+    let Some(id) = row.map(|row| row.record.id()) else {
         return Ok(());
     };
     for released in outside::release_closed(home, session, id).map_err(external)? {

@@ -1,44 +1,37 @@
 //! Tool calls: dispatch by name, argument parsing, target resolution, and running the calls of
 //! one response (tree calls in call order, slow calls concurrently, results in call order).
 
+pub(crate) mod args;
 pub mod manage;
 mod messaging;
 pub mod spawn;
 pub mod specs;
+mod started;
 mod wait;
-pub(crate) mod work;
+mod work;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arbor_protocol::ToolSpec;
 use arbor_protocol::text::truncate_middle;
-use arbor_protocol::{ThreadId, ToolSpec};
-use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
-use crate::runtime::Inner;
-
-/// One function call from a model response.
-#[derive(Debug, Clone)]
-pub struct Call {
-    pub call_id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// What a tool returns: output text for the model, or an error text given to it verbatim.
-pub type ToolResult = Result<String, String>;
+use crate::ctx::Ctx;
+use crate::worktrees::tools as worktree_tools;
+pub use args::{Call, resolve_target};
+pub use started::Started;
 
 /// Runs the calls of one response and returns their outputs in call order. Calls that change
 /// the tree run one after another in call order; `exec_command`, `apply_patch` and
 /// `wait_agent` run concurrently with everything else.
 pub async fn run_calls(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     calls: &[Call],
-    mut started: HashMap<String, crate::sampling::Started>,
+    mut started: HashMap<String, Started>,
 ) -> Vec<String> {
     let mut outputs: Vec<Option<String>> = vec![None; calls.len()];
     let mut slow = JoinSet::new();
@@ -47,12 +40,12 @@ pub async fn run_calls(
             // Started while the response streamed: collect it with the other slow calls.
             slow.spawn(async move { (index, handle.output().await) });
         } else if is_slow(&call.name) && calls.len() > 1 {
-            let inner = Arc::clone(inner);
+            let ctx = Arc::clone(ctx);
             let agent = Arc::clone(agent);
             let call = call.clone();
-            slow.spawn(async move { (index, dispatch(&inner, &agent, &call).await) });
+            slow.spawn(async move { (index, dispatch(&ctx, &agent, &call).await) });
         } else {
-            outputs[index] = Some(dispatch(inner, agent, call).await);
+            outputs[index] = Some(dispatch(ctx, agent, call).await);
         }
     }
     while let Some(joined) = slow.join_next().await {
@@ -73,7 +66,7 @@ pub fn is_slow(name: &str) -> bool {
 }
 
 /// Runs one call and returns the model-visible output (bounded).
-pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> String {
+pub async fn dispatch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, call: &Call) -> String {
     let result = if !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
         Err(format!(
             "tool `{}` is not available to this agent",
@@ -83,24 +76,17 @@ pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> St
         Err(bad_arguments(&call.name, &problem))
     } else {
         match call.name.as_str() {
-            "spawn_agent" => spawn::spawn_agent(inner, agent, &call.arguments).await,
-            "send_message" => messaging::send_message(inner, agent, &call.arguments).await,
-            "followup_task" => messaging::followup_task(inner, agent, &call.arguments).await,
-            "wait_agent" => wait::wait_agent(inner, agent, &call.arguments).await,
-            "list_agents" => match manage::list_agents(inner, agent, &call.arguments) {
-                Ok(listed) => Ok(crate::worktrees::list_changes(inner, listed).await),
-                Err(err) => Err(err),
-            },
-            "close_agent" => manage::close_agent(inner, agent, &call.arguments).await,
-            "diff_agent" => {
-                crate::worktrees::tools::diff_agent(inner, agent, &call.arguments).await
-            }
-            "merge_agent" => {
-                crate::worktrees::tools::merge_agent(inner, agent, &call.arguments).await
-            }
-            "interrupt_agent" => manage::interrupt_agent(inner, agent, &call.arguments),
-            "exec_command" => work::exec_command(inner, agent, &call.arguments).await,
-            "apply_patch" => work::apply_patch(inner, agent, &call.arguments).await,
+            "spawn_agent" => spawn::spawn_agent(ctx, agent, &call.arguments).await,
+            "send_message" => messaging::send_message(ctx, agent, &call.arguments).await,
+            "followup_task" => messaging::followup_task(ctx, agent, &call.arguments).await,
+            "wait_agent" => wait::wait_agent(ctx, agent, &call.arguments).await,
+            "list_agents" => manage::list_agents(ctx, agent, &call.arguments).await,
+            "close_agent" => manage::close_agent(ctx, agent, &call.arguments).await,
+            "diff_agent" => worktree_tools::diff_agent(ctx, agent, &call.arguments).await,
+            "merge_agent" => worktree_tools::merge_agent(ctx, agent, &call.arguments).await,
+            "interrupt_agent" => manage::interrupt_agent(ctx, agent, &call.arguments).await,
+            "exec_command" => work::exec_command(ctx, agent, &call.arguments).await,
+            "apply_patch" => work::apply_patch(ctx, agent, &call.arguments).await,
             other => Err(format!("unknown tool `{other}`")),
         }
     };
@@ -121,29 +107,19 @@ fn bad_arguments(tool: &str, problem: &str) -> String {
     )
 }
 
-/// Parses a tool's arguments, naming the tool in the error.
-pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> {
-    let text = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    serde_json::from_str(text).map_err(|err| format!("invalid arguments for {tool}: {err}"))
-}
-
 /// The tools an agent is offered, in its role's stable order. Built once per distinct tool
 /// list and shared by every request of every agent that has it.
-pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
-    inner.tool_specs(&agent.identity.caps.tools, || {
+pub fn specs_for(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
+    ctx.tool_specs(&agent.identity.caps.tools, || {
         let mut messaging = specs::messaging_tools();
-        messaging.extend(crate::worktrees::tools::specs());
+        messaging.extend(worktree_tools::specs());
         agent
             .identity
             .caps
             .tools
             .iter()
             .filter_map(|name| match name.as_str() {
-                "spawn_agent" => Some(specs::spawn_agent(&inner.roles.describe_for_spawn())),
+                "spawn_agent" => Some(specs::spawn_agent(&ctx.roles.describe_for_spawn())),
                 "exec_command" => Some(arbor_tools::exec_tool_spec()),
                 "apply_patch" => Some(arbor_tools::apply_patch_tool_spec()),
                 other => messaging
@@ -153,38 +129,4 @@ pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
             })
             .collect()
     })
-}
-
-/// Resolves a tool's `target` (a thread id or a path) to an open agent, as the caller names
-/// it. Internal agents are not reachable by models.
-pub fn resolve_target(inner: &Inner, caller: &Agent, target: &str) -> Result<Arc<Agent>, String> {
-    let target = target.trim();
-    if let Ok(id) = ThreadId::parse(target) {
-        return match inner.registry.get(id) {
-            Some(agent) if agent.identity.internal => Err(format!("agent `{target}` not found")),
-            Some(agent) if agent.state().closed => Err(format!("agent {} is closed", agent.path())),
-            Some(agent) => Ok(agent),
-            None => Err(format!("agent `{target}` not found")),
-        };
-    }
-    let path = caller
-        .path()
-        .resolve(target)
-        .map_err(|err| err.to_string())?;
-    match inner.registry.open_at(&path) {
-        Some(agent) if !agent.identity.internal => Ok(agent),
-        Some(_) => Err(format!("live agent path `{path}` not found")),
-        None => {
-            let was_closed = inner
-                .registry
-                .all()
-                .iter()
-                .any(|agent| agent.path() == &path && agent.state().closed);
-            if was_closed {
-                Err(format!("agent {path} is closed"))
-            } else {
-                Err(format!("live agent path `{path}` not found"))
-            }
-        }
-    }
 }

@@ -11,17 +11,17 @@ use arbor_worktree::{Author, Git, Repo};
 use serde_json::{Value, json};
 
 use super::summary::work_status;
-use super::{AgentWorktree, lock};
+use super::worktree::{AgentWorktree, lock};
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// Releases the worktrees of a closed agent and its descendants; what happened to the
 /// agent's own, for `close_agent`'s output (`None` when it had none).
-pub async fn release(inner: &Arc<Inner>, target: &Arc<Agent>) -> Option<Value> {
+pub async fn release(ctx: &Arc<Ctx>, target: &Arc<Agent>) -> Option<Value> {
     let mut agents = vec![Arc::clone(target)];
     let mut at = 0;
     while at < agents.len() {
-        let children = inner.registry.children(agents[at].id());
+        let children = ctx.registry.children(agents[at].id());
         agents.extend(children);
         at += 1;
     }
@@ -37,7 +37,7 @@ pub async fn release(inner: &Arc<Inner>, target: &Arc<Agent>) -> Option<Value> {
         };
         // Nothing it started may still be writing there.
         agent.live.kill_all();
-        let outcome = release_one(inner, agent, &wt).await;
+        let outcome = release_one(ctx, agent, &wt).await;
         if agent.id() == target.id() {
             own = Some(outcome);
         }
@@ -45,7 +45,7 @@ pub async fn release(inner: &Arc<Inner>, target: &Arc<Agent>) -> Option<Value> {
     own
 }
 
-async fn release_one(inner: &Arc<Inner>, agent: &Arc<Agent>, wt: &Arc<AgentWorktree>) -> Value {
+async fn release_one(ctx: &Arc<Ctx>, agent: &Arc<Agent>, wt: &Arc<AgentWorktree>) -> Value {
     let dir = wt.dir.display().to_string();
     let status = match work_status(wt).await {
         Ok(status) => status,
@@ -53,7 +53,7 @@ async fn release_one(inner: &Arc<Inner>, agent: &Arc<Agent>, wt: &Arc<AgentWorkt
             return json!({"kept": dir, "branch": wt.branch, "error": err});
         }
     };
-    let (home, session) = (inner.config.home.clone(), inner.session_id);
+    let (home, session) = (ctx.config.home.clone(), ctx.session_id);
     let job = Arc::clone(wt);
     let path = agent.path().clone();
     let remove = status.unmerged == 0;
@@ -84,14 +84,14 @@ async fn release_one(inner: &Arc<Inner>, agent: &Arc<Agent>, wt: &Arc<AgentWorkt
         if let Err(err) = agent.record(&[RolloutItem::Worktree(WorktreeFact::Removed)]) {
             tracing::error!(path = %agent.path(), error = %err, "worktree removal not recorded");
         }
-        inner.events.emit(Event::WorktreeRemoved {
+        ctx.events.emit(Event::WorktreeRemoved {
             path: agent.path().clone(),
             worktree: dir.clone(),
         });
         json!({"removed": dir})
     } else {
         let changes = status.summary.text();
-        inner.events.emit(Event::WorktreeKept {
+        ctx.events.emit(Event::WorktreeKept {
             path: agent.path().clone(),
             worktree: dir.clone(),
             branch: wt.branch.clone(),

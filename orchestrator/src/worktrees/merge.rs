@@ -12,11 +12,11 @@ use arbor_protocol::{AgentPath, Event, RolloutItem, WorktreeFact, WorktreeMerged
 use arbor_rollout::log::Urgency;
 use arbor_worktree::{Author, Git, MergeReport, MergeSpec, Strategy};
 
+use super::hooks::durable_now;
 use super::summary::work_status;
-use super::{AgentWorktree, lock};
+use super::worktree::{AgentWorktree, lock, not_a_worktree};
 use crate::agent::Agent;
-use crate::runtime::Inner;
-use crate::turn_end::Outcome;
+use crate::ctx::Ctx;
 
 /// What a merge did.
 #[derive(Debug)]
@@ -26,14 +26,6 @@ pub struct Merged {
     pub commit: String,
     /// The checkout it merged into.
     pub into: PathBuf,
-}
-
-/// The error for an agent that works in its parent's checkout.
-pub fn not_a_worktree(path: &AgentPath) -> String {
-    format!(
-        "{path} works in the shared checkout (isolation \"shared\"): its changes are already \
-         there, so there is nothing to diff or merge"
-    )
 }
 
 /// The worktree of `agent`, if it still has one.
@@ -53,29 +45,29 @@ pub fn worktree_of(agent: &Agent) -> Result<Arc<AgentWorktree>, String> {
 }
 
 /// The path of the agent whose checkout `agent` forked from.
-fn parent_label(inner: &Inner, agent: &Agent) -> AgentPath {
+fn parent_label(ctx: &Ctx, agent: &Agent) -> AgentPath {
     agent
         .identity
-        .parent
-        .and_then(|id| inner.registry.get(id))
+        .parent()
+        .and_then(|id| ctx.registry.get(id))
         .map_or_else(AgentPath::root, |parent| parent.path().clone())
 }
 
 /// Merges `target`'s changes into the checkout it forked from with `strategy`.
 pub async fn merge_worktree(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     target: &Arc<Agent>,
     strategy: Strategy,
 ) -> Result<Merged, String> {
     let wt = worktree_of(target)?;
     wt.ready().await?;
     // The merge writes a checkout: the log holds what asked for it first.
-    crate::tools::work::durable_now(inner).await?;
+    durable_now(ctx).await?;
     // Merges another process made (`arbor merge`) count for where this one starts.
-    inner.catch_up().await?;
-    let ours = parent_label(inner, target);
+    ctx.catch_up().await.map_err(|err| err.to_string())?;
+    let ours = parent_label(ctx, target);
     let theirs = target.path().clone();
-    let (home, session) = (inner.config.home.clone(), inner.session_id);
+    let (home, session) = (ctx.config.home.clone(), ctx.session_id);
     let job = Arc::clone(&wt);
     let (held, commit, from, report) = tokio::task::spawn_blocking(move || {
         let held = lock(&home, session)?;
@@ -110,14 +102,13 @@ pub async fn merge_worktree(
             .record(&[RolloutItem::Worktree(fact)])
             .map_err(|err| format!("the merge was not recorded: {err}"))?;
         wt.set_merged(&commit, &wt.source.display().to_string());
-        inner
-            .log
+        ctx.log
             .durable(lsn, Urgency::Now)
             .await
             .map_err(|err| format!("the merge was not recorded: {err}"))?;
     }
     drop(held);
-    inner.events.emit(Event::WorktreeMerged {
+    ctx.events.emit(Event::WorktreeMerged {
         path: target.path().clone(),
         into: wt.source.display().to_string(),
         merged: report.merged.clone(),
@@ -132,29 +123,25 @@ pub async fn merge_worktree(
 
 /// Whether `agent`'s clean changes merge when its turn completes: its role's `auto_merge`,
 /// else the config's.
-fn auto_merge(inner: &Inner, agent: &Agent) -> bool {
-    inner
-        .roles
-        .get(&agent.identity.role)
+fn auto_merge(ctx: &Ctx, agent: &Agent) -> bool {
+    ctx.roles
+        .get(&agent.identity.meta.role)
         .ok()
         .and_then(|role| role.auto_merge)
-        .unwrap_or(inner.config.auto_merge)
+        .unwrap_or(ctx.config.auto_merge)
 }
 
 /// What a worktree agent's result mail ends with: its change summary, and with `auto_merge`
-/// (on a completed turn) what the merge did. `None` for other agents.
-pub async fn turn_end_note(
-    inner: &Arc<Inner>,
-    agent: &Arc<Agent>,
-    outcome: &Outcome,
-) -> Option<String> {
+/// (on a turn that `completed`) what the merge did. `None` for other agents, and for a closed
+/// one (which sends no result).
+pub async fn turn_end_note(ctx: &Arc<Ctx>, agent: &Arc<Agent>, completed: bool) -> Option<String> {
     let wt = agent.identity.worktree.clone()?;
-    if agent.state().closed || wt.is_removed() || agent.identity.parent.is_none() {
+    if !ctx.registry.is_open(agent) || wt.is_removed() || agent.identity.parent().is_none() {
         return None;
     }
-    let parent = parent_label(inner, agent);
-    let merged = if matches!(outcome, Outcome::Completed(_)) && auto_merge(inner, agent) {
-        Some(merge_worktree(inner, agent, Strategy::Merge).await)
+    let parent = parent_label(ctx, agent);
+    let merged = if completed && auto_merge(ctx, agent) {
+        Some(merge_worktree(ctx, agent, Strategy::Merge).await)
     } else {
         None
     };

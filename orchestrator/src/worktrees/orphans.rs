@@ -12,7 +12,7 @@ use arbor_protocol::{AgentPath, RolloutItem, ThreadId, WorktreeFact};
 use arbor_rollout::log::append_external;
 use arbor_worktree::{Author, Git, Repo};
 
-use super::{WORKTREES_DIR, lock};
+use super::worktree::{WORKTREES_DIR, lock};
 use crate::open::SessionView;
 
 /// A worktree folder no open agent owns.
@@ -98,7 +98,7 @@ fn judge(
         return Some(orphan);
     };
     let row = view.state.thread(record.thread_id)?;
-    orphan.agent = Some((record.thread_id, row.record.path.clone()));
+    orphan.agent = Some((record.thread_id, row.record.path().clone()));
     orphan.branch = Some(record.branch.clone());
     orphan.base = Some(record.base.clone());
     orphan.merged = record.merged.clone();
@@ -106,7 +106,7 @@ fn judge(
     orphan.reason = if record.removed {
         "its agent's worktree was removed, but the folder is still there".to_string()
     } else if view.state.behind_closed(row) {
-        format!("its agent {} is closed", row.record.path)
+        format!("its agent {} is closed", row.record.path())
     } else {
         return None;
     };

@@ -14,8 +14,8 @@ use arbor_protocol::{
 use arbor_rollout::log::append_external;
 use arbor_worktree::{Author, Git, MergeReport, MergeSpec, Strategy};
 
-use super::{WORKTREES_DIR, lock};
-use crate::ExternalError;
+use super::worktree::{WORKTREES_DIR, lock, not_a_worktree};
+use crate::external::ExternalError;
 use crate::open::SessionView;
 
 /// Longest diff `arbor diff` prints (a longer one is cut in the middle).
@@ -52,7 +52,7 @@ fn refused(message: impl Into<String>) -> ExternalError {
 /// worktree.
 pub fn find(view: &SessionView, target: &str) -> Result<Found, ExternalError> {
     let target = target.trim();
-    let session = view.root.id;
+    let session = view.root.id();
     let row = match ThreadId::parse(target) {
         Ok(id) => view.state.thread(id),
         Err(_) => {
@@ -65,13 +65,13 @@ pub fn find(view: &SessionView, target: &str) -> Result<Found, ExternalError> {
     .ok_or_else(|| refused(format!("agent `{target}` not found in session {session}")))?;
     let record = view
         .state
-        .worktree(row.record.id)
+        .worktree(row.record.id())
         .cloned()
-        .ok_or_else(|| refused(super::merge::not_a_worktree(&row.record.path)))?;
+        .ok_or_else(|| refused(not_a_worktree(row.record.path())))?;
     if record.removed {
         return Err(refused(format!(
             "the worktree of {} was removed when it was closed",
-            row.record.path
+            row.record.path()
         )));
     }
     Ok(Found {
@@ -88,7 +88,7 @@ fn git() -> Result<Git, ExternalError> {
 fn failed(err: arbor_worktree::WorktreeError) -> ExternalError {
     match err {
         arbor_worktree::WorktreeError::Refused(message) => refused(message),
-        err => ExternalError::Start(crate::OrchestratorError::Start(err.to_string())),
+        err => ExternalError::Start(crate::error::OrchestratorError::Start(err.to_string())),
     }
 }
 
@@ -137,7 +137,7 @@ pub fn diff(
     if !arbor_worktree::is_populated(&dir) {
         return Err(refused(format!(
             "the worktree of {} ({}) is missing or not checked out yet",
-            found.row.record.path,
+            found.row.record.path(),
             dir.display()
         )));
     }
@@ -173,12 +173,12 @@ pub fn merge(
     strategy: Strategy,
 ) -> Result<OutsideMerge, ExternalError> {
     let first = SessionView::open(home, session)?;
-    let session_id = first.root.id;
+    let session_id = first.root.id();
     let _held = lock(home, session_id).map_err(refused)?;
     // Read again under the lock: a merge that just ended counts for where this one starts.
     let view = SessionView::of(home, first.store.clone(), first.root.clone())?;
     let found = find(&view, target)?;
-    let path = found.row.record.path.clone();
+    let path = found.row.record.path().clone();
     let status = found.row.reported_status(view.driven);
     if status.is_active() {
         return Err(refused(format!(
@@ -209,9 +209,9 @@ pub fn merge(
     let ours = found
         .row
         .record
-        .parent_id
+        .parent_id()
         .and_then(|id| view.state.thread(id))
-        .map_or_else(AgentPath::root, |parent| parent.record.path.clone());
+        .map_or_else(AgentPath::root, |parent| parent.record.path().clone());
     let spec = MergeSpec {
         worktree: &dir,
         commit: &commit,
@@ -269,7 +269,7 @@ pub fn release_closed(
     if view.driven {
         return Ok(Vec::new());
     }
-    let _held = lock(home, view.root.id).map_err(refused)?;
+    let _held = lock(home, view.root.id()).map_err(refused)?;
     let mut ids = vec![target];
     let mut at = 0;
     while at < ids.len() {
@@ -278,8 +278,8 @@ pub fn release_closed(
             view.state
                 .threads
                 .values()
-                .filter(|row| row.record.parent_id == Some(parent))
-                .map(|row| row.record.id),
+                .filter(|row| row.record.parent_id() == Some(parent))
+                .map(|row| row.record.id()),
         );
         at += 1;
     }
@@ -293,7 +293,7 @@ pub fn release_closed(
         if record.removed || !arbor_worktree::is_populated(&dir) {
             continue;
         }
-        let path = row.record.path.clone();
+        let path = row.record.path().clone();
         let status = arbor_worktree::status(
             &git,
             &dir,

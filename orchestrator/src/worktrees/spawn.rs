@@ -9,10 +9,11 @@ use arbor_protocol::{AgentPath, Event, Isolation, ThreadId, WorktreeCreated};
 use arbor_roles::{Capabilities, Role};
 use arbor_worktree::{Author, Git, NewWorktree, Repo};
 
+use super::hooks::durable_now;
 use super::isolation::{self, Asked};
-use super::{AgentWorktree, WORKTREES_DIR};
+use super::worktree::{AgentWorktree, WORKTREES_DIR, lock};
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// Most names tried for one worktree before giving up (`name`, `name-2`, …).
 const MAX_NAME_TRIES: usize = 1000;
@@ -29,25 +30,24 @@ pub struct Prepared {
 /// Decides the isolation of the child at `path` of `caller` and, for `worktree`, makes its
 /// worktree. Errors are `spawn_agent`'s, given to the model as they are.
 pub async fn prepare(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     caller: &Agent,
     path: &AgentPath,
     role: &Role,
     caps: &Capabilities,
     argument: Option<&str>,
 ) -> Result<Prepared, String> {
-    let (isolation, asked) =
-        isolation::decide(inner.config.worker_isolation, role, caps, argument)?;
+    let (isolation, asked) = isolation::decide(ctx.config.worker_isolation, role, caps, argument)?;
     if isolation == Isolation::Shared {
         return Ok(Prepared::default());
     }
-    let source = caller.identity.cwd.clone();
+    let source = caller.identity.cwd().to_path_buf();
     if !arbor_worktree::in_repository(&source) {
         return match asked {
             Asked::Explicitly => Err(isolation::not_a_repository(&source)),
             Asked::ByDefault => {
                 let notice = isolation::fallback_notice(&source, path);
-                inner.events.emit(Event::Notice {
+                ctx.events.emit(Event::Notice {
                     message: notice.clone(),
                 });
                 Ok(Prepared {
@@ -59,8 +59,8 @@ pub async fn prepare(
     }
     // A branch in the user's repository is a change outside the session: the log holds the
     // call that asks for it first.
-    crate::tools::work::durable_now(inner).await?;
-    let (home, session) = (inner.config.home.clone(), inner.session_id);
+    durable_now(ctx).await?;
+    let (home, session) = (ctx.config.home.clone(), ctx.session_id);
     let (parent, child) = (caller.path().clone(), path.clone());
     let made = tokio::task::spawn_blocking(move || make(&home, session, &source, &parent, &child))
         .await
@@ -88,7 +88,7 @@ fn make(
     let repo = Repo::discover(&git, source)
         .map_err(|err| err.to_string())?
         .ok_or_else(|| isolation::not_a_repository(source))?;
-    let _lock = super::lock(home, session)?;
+    let _lock = lock(home, session)?;
     let session_text = session.to_string();
     let short = session_text.get(..8).unwrap_or(&session_text);
     let folder: PathBuf = home.join(WORKTREES_DIR).join(&session_text);
@@ -133,15 +133,15 @@ fn make(
 }
 
 /// Removes a worktree made for a spawn that then failed, and its branch.
-pub async fn discard(inner: &Inner, wt: &AgentWorktree) {
+pub async fn discard(ctx: &Ctx, wt: &AgentWorktree) {
     let (dir, branch, source) = (wt.dir.clone(), wt.branch.clone(), wt.source.clone());
-    let (home, session) = (inner.config.home.clone(), inner.session_id);
+    let (home, session) = (ctx.config.home.clone(), ctx.session_id);
     let removed = tokio::task::spawn_blocking(move || -> Result<(), String> {
         let git = Git::system().map_err(|err| err.to_string())?;
         let repo = Repo::discover(&git, &source)
             .map_err(|err| err.to_string())?
             .ok_or_else(|| isolation::not_a_repository(&source))?;
-        let _lock = super::lock(&home, session)?;
+        let _lock = lock(&home, session)?;
         arbor_worktree::remove(&git, &repo.common_dir, &dir, Some(&branch))
             .map_err(|err| err.to_string())
     })
@@ -152,17 +152,17 @@ pub async fn discard(inner: &Inner, wt: &AgentWorktree) {
 }
 
 /// A child with a worktree was created: say so, and check its files out in the background.
-pub fn started(inner: &Arc<Inner>, agent: &Arc<Agent>) {
+pub fn started(ctx: &Arc<Ctx>, agent: &Arc<Agent>) {
     let Some(wt) = agent.identity.worktree.clone() else {
         return;
     };
-    inner.events.emit(Event::WorktreeCreated {
+    ctx.events.emit(Event::WorktreeCreated {
         path: agent.path().clone(),
         worktree: wt.dir.display().to_string(),
         branch: wt.branch.clone(),
     });
     let path = agent.path().clone();
-    inner.tracker.spawn(async move {
+    ctx.tracker.spawn(async move {
         if let Err(err) = wt.ready().await {
             tracing::warn!(path = %path, error = %err, "the worktree's files were not written");
         }

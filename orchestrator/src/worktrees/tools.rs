@@ -13,8 +13,8 @@ use serde_json::json;
 use super::merge::{merge_worktree, worktree_of};
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
-use crate::runtime::Inner;
-use crate::tools::{ToolResult, parse_args, resolve_target};
+use crate::ctx::Ctx;
+use crate::tools::args::{ToolResult, parse_args, resolve_target};
 
 /// Room left in a tool output for the diff's header line.
 const HEADER_ROOM: usize = 512;
@@ -35,9 +35,9 @@ struct MergeArgs {
     strategy: Option<String>,
 }
 
-pub async fn diff_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn diff_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: DiffArgs = parse_args("diff_agent", arguments)?;
-    let target = resolve_target(inner, caller, &args.target)?;
+    let target = resolve_target(ctx, caller, &args.target)?;
     let wt = worktree_of(&target)?;
     wt.ready().await?;
     let since = match wt.merged() {
@@ -78,7 +78,7 @@ pub async fn diff_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str
     ))
 }
 
-pub async fn merge_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn merge_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MergeArgs = parse_args("merge_agent", arguments)?;
     let strategy = match args.strategy.as_deref().map(str::trim) {
         None | Some("") => Strategy::Merge,
@@ -89,7 +89,7 @@ pub async fn merge_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
             )
         })?,
     };
-    let target = resolve_target(inner, caller, &args.target)?;
+    let target = resolve_target(ctx, caller, &args.target)?;
     if target.id() == caller.id() || !target.path().is_within(caller.path()) {
         return Err(format!(
             "merge_agent merges the changes of your descendants only, and {} is not one",
@@ -97,14 +97,19 @@ pub async fn merge_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
         ));
     }
     let wt = worktree_of(&target)?;
-    if target.state().active() {
+    let now = ctx
+        .session
+        .agent(target.id())
+        .await
+        .ok_or("the session stopped")?;
+    if now.status.is_active() || now.scheduled {
         return Err(format!(
             "{} is still working ({}); wait for it (wait_agent) before merging its changes",
             target.path(),
-            target.status()
+            now.status
         ));
     }
-    let merged = merge_worktree(inner, &target, strategy).await?;
+    let merged = merge_worktree(ctx, &target, strategy).await?;
     let conflicts: Vec<_> = merged
         .report
         .conflicts

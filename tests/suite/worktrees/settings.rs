@@ -60,7 +60,12 @@ async fn outside_a_repository_the_default_falls_back_and_an_explicit_ask_fails()
             s.workspace().display()
         )
     );
-    assert!(s.orch.agent(&Session::path("/root/worker_b")).is_none());
+    assert!(
+        s.orch
+            .agent(&Session::path("/root/worker_b"))
+            .await
+            .is_none()
+    );
 }
 
 #[tokio::test]
