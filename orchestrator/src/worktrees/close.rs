@@ -10,6 +10,7 @@ use arbor_protocol::{Event, RolloutItem, WorktreeFact};
 use arbor_worktree::{Author, Git, Repo};
 use serde_json::{Value, json};
 
+use super::hooks::durable_now;
 use super::summary::work_status;
 use super::worktree::{AgentWorktree, lock};
 use crate::agent::Agent;
@@ -53,6 +54,11 @@ async fn release_one(ctx: &Arc<Ctx>, agent: &Arc<Agent>, wt: &Arc<AgentWorktree>
             return json!({"kept": dir, "branch": wt.branch, "error": err});
         }
     };
+    // Removing a worktree or committing on its branch changes the user's repository: the log
+    // holds the close that asks for it first.
+    if let Err(err) = durable_now(ctx).await {
+        return json!({"kept": dir, "branch": wt.branch, "error": err});
+    }
     let (home, session) = (ctx.config.home.clone(), ctx.session_id);
     let job = Arc::clone(wt);
     let path = agent.path().clone();
