@@ -35,6 +35,7 @@ mod store;
 mod threads;
 mod tree;
 mod walk;
+mod worktrees;
 
 pub use approvals::{ApprovalOutcome, ApprovalRecord, DecidedBy};
 pub use edges::{AgentGraphStore, EdgeStatus};
@@ -46,3 +47,4 @@ pub use state::{AgentRow, LogPosition, MailRow, SessionState};
 pub use store::{STATE_FILE_NAME, Store};
 pub use threads::{MIN_SESSION_PREFIX, ThreadRecord};
 pub use tree::SessionTree;
+pub use worktrees::WorktreeRecord;

@@ -89,6 +89,9 @@ fn load(conn: &Connection, session: ThreadId) -> OpResult<SessionState> {
     while let Some(row) = rows.next()? {
         state.load_override(override_from_row(row)?);
     }
+    for record in crate::worktrees::load(conn, &key)? {
+        state.load_worktree(record);
+    }
     let position: Option<(i64, i64)> = conn
         .prepare_cached("SELECT seq, offset FROM log_state WHERE session_id = ?1")?
         .query_row([&key], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -164,6 +167,11 @@ fn write(
     for id in &changes.overrides {
         if let Some(grant) = state.override_of(id) {
             upsert_override(conn, grant)?;
+        }
+    }
+    for id in &changes.worktrees {
+        if let Some(record) = state.worktree(*id) {
+            crate::worktrees::upsert(conn, session, record)?;
         }
     }
     conn.prepare_cached(

@@ -134,6 +134,12 @@ impl SessionTree {
     /// One line per agent, children indented by two spaces under their parent, by id:
     /// `/root/a (Plato, worker) completed: done`, with ` [closed]` after a closed edge.
     pub fn to_text(&self) -> String {
+        self.to_text_with(|_| None)
+    }
+
+    /// [`SessionTree::to_text`] with `note(record)`, when it gives one, after an agent's line
+    /// as `  [note]` (a worktree agent's change summary).
+    pub fn to_text_with(&self, note: impl Fn(&ThreadRecord) -> Option<String>) -> String {
         let mut out = String::new();
         for (node, depth, edge) in self.preorder() {
             let record = &self.graph[node];
@@ -148,6 +154,9 @@ impl SessionTree {
             );
             if edge == Some(EdgeStatus::Closed) {
                 out.push_str(" [closed]");
+            }
+            if let Some(note) = note(record) {
+                let _ = write!(out, "  [{note}]");
             }
             out.push('\n');
         }

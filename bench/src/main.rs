@@ -1,6 +1,6 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|reconcile|durability|ui|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|reconcile|durability|ui|worktree|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
@@ -13,6 +13,7 @@ mod rollout;
 mod store;
 mod stream;
 mod ui;
+mod worktree;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         "durability" => durability::run_all(),
         "reconcile" => reconcile::run(),
         "ui" => ui::run(),
+        "worktree" => worktree::run(),
         "all" => store::run()
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
@@ -53,10 +55,11 @@ fn main() -> ExitCode {
             .and_then(|()| approvals::run())
             .and_then(|()| reconcile::run())
             .and_then(|()| ui::run())
+            .and_then(|()| worktree::run())
             .and_then(|()| durability::run_all()),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals, reconcile, durability, ui or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals, reconcile, durability, ui, worktree or all"
             );
             return ExitCode::from(2);
         }

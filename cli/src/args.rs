@@ -55,10 +55,55 @@ pub enum Command {
     /// talk to any agent, the approval queue. Attaches to SESSION (live or stopped); without
     /// it, asks for a task and starts a new session with the options `exec` takes.
     Ui(UiArgs),
+    /// Show what a worktree agent changed since it started, as a unified diff.
+    Diff(DiffArgs),
+    /// Merge a worktree agent's changes into the checkout it forked from (or --into DIR);
+    /// with a conflict nothing is written and the conflicts are listed (exit 1).
+    Merge(MergeArgs),
     /// Trust a workspace (default: the current directory): its .arbor/config.toml may then
     /// choose the provider, base_url, api_key_env, headers and shell_environment, and its
     /// .arbor/rules may allow commands.
     Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Session id (or a unique prefix of at least 8 characters).
+    pub session: String,
+    /// Agent path or thread id (a closed agent's kept worktree too).
+    pub target: String,
+    /// Only this file or directory (relative to the agent's cwd).
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Session id (or a unique prefix of at least 8 characters).
+    pub session: String,
+    /// Agent path or thread id (a closed agent's kept worktree too).
+    pub target: String,
+    /// The checkout to merge into (default: the one the agent forked from).
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+    /// How conflicting hunks are resolved.
+    #[arg(long, value_enum, default_value = "merge")]
+    pub strategy: StrategyArg,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--strategy` of `arbor merge`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StrategyArg {
+    /// Conflicts are reported and nothing is written.
+    Merge,
+    /// The target checkout's side wins conflicting hunks.
+    Ours,
+    /// The agent's side wins conflicting hunks.
+    Theirs,
+    /// Both sides' lines are kept.
+    Union,
 }
 
 #[derive(Debug, Args)]

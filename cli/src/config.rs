@@ -54,6 +54,11 @@ pub struct FileConfig {
     pub trusted_workspace: Vec<TrustedWorkspace>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelSettings>,
+    /// Where children that can change files work unless told otherwise: `shared` (the
+    /// default) or `worktree`.
+    pub worker_isolation: Option<String>,
+    /// Merge a worktree child's clean changes back when its turn completes.
+    pub auto_merge: Option<bool>,
 }
 
 /// One `[[trusted_workspace]]` of the home file.
@@ -137,7 +142,9 @@ impl FileConfig {
             api_key_env,
             request_timeout_secs,
             max_retries,
-            max_output_tokens
+            max_output_tokens,
+            worker_isolation,
+            auto_merge
         );
         self.headers.extend(other.headers);
         self.shell_environment = match (self.shell_environment, other.shell_environment) {

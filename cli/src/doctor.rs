@@ -137,6 +137,9 @@ fn compare(rebuilt: &SessionState, stored: &SessionState, driven: bool) -> Vec<S
             problems.push(format!("thread {id} is in the store but not in the log"));
         }
     }
+    if rebuilt.worktrees != stored.worktrees {
+        problems.push("the store's worktrees differ from the log's".to_string());
+    }
     let ids = |state: &SessionState| -> Vec<String> {
         state
             .mail
@@ -231,6 +234,10 @@ pub fn check(home: &Path) -> Result<u8, CliError> {
                 .into_iter()
                 .map(|(_, problem)| problem),
         );
+    }
+    // Worktrees no open agent owns are worth knowing about, not a problem of the store.
+    for line in crate::worktrees::orphan_lines(home) {
+        crate::output::out(writeln!(stdout, "notice: {line}"))?;
     }
     if problems.is_empty() {
         crate::output::out(writeln!(

@@ -341,6 +341,15 @@ pub fn run_config(
         })
         .collect();
     config.budget_tokens = run.budget_tokens;
+    if let Some(text) = &file.worker_isolation {
+        config.worker_isolation = arbor_protocol::Isolation::parse(text).ok_or_else(|| {
+            CliError::usage(format!(
+                "config: `worker_isolation`: {}",
+                arbor_protocol::Isolation::unknown(text)
+            ))
+        })?;
+    }
+    config.auto_merge = file.auto_merge.unwrap_or(false);
     config.approval_policy = match run.approval_policy {
         ApprovalPolicyArg::Never => ApprovalPolicy::Never,
         ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,

@@ -87,5 +87,20 @@ pub fn describe(item: &RolloutItem) -> String {
         RolloutItem::OverrideUsed(o) => {
             format!("approval {}: override used by {}", o.request_id, o.used_by)
         }
+        RolloutItem::Worktree(fact) => match fact {
+            arbor_protocol::WorktreeFact::Created(c) => format!(
+                "worktree {} on branch {} from {} (base {})",
+                c.path,
+                c.branch,
+                c.source,
+                c.base.get(..12).unwrap_or(&c.base)
+            ),
+            arbor_protocol::WorktreeFact::Merged(m) => format!(
+                "worktree merged into {}: {}",
+                m.into,
+                short(&m.files.join(", "))
+            ),
+            arbor_protocol::WorktreeFact::Removed => "worktree removed".to_string(),
+        },
     }
 }

@@ -16,6 +16,7 @@ mod session;
 mod summary;
 mod trust;
 mod ui;
+mod worktrees;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -120,5 +121,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Approve(args) => approvals::answer(&home, &args, true),
         Command::Deny(args) => approvals::answer(&home, &args, false),
         Command::Trust(args) => trust::trust(&home, &args),
+        Command::Diff(args) => worktrees::diff(&home, &args),
+        Command::Merge(args) => worktrees::merge(&home, &args),
     }
 }

@@ -196,6 +196,35 @@ fn human(event: &Event) -> Option<String> {
             format!("token budget of {limit} reached ({used} used): no new turn starts")
         }
         Event::TurnCompleted { path, .. } => format!("{path}: turn completed"),
+        Event::WorktreeCreated {
+            path,
+            worktree,
+            branch,
+        } => format!("{path}: works in {worktree} on branch {branch}"),
+        Event::WorktreeMerged {
+            path,
+            into,
+            merged,
+            conflicts,
+        } => match conflicts.is_empty() {
+            true => format!("{path}: merged {} file(s) into {into}", merged.len()),
+            false => format!(
+                "{path}: not merged into {into}, conflicts in {}",
+                short(&conflicts.join(", "))
+            ),
+        },
+        Event::WorktreeRemoved { path, worktree } => {
+            format!("{path}: closed with nothing unmerged, removed {worktree}")
+        }
+        Event::WorktreeKept {
+            path,
+            worktree,
+            branch,
+            changes,
+        } => format!(
+            "{path}: closed with unmerged changes ({changes}): kept {worktree} and branch {branch}"
+        ),
+        Event::Notice { message } => format!("notice: {message}"),
         Event::TurnStarted { .. }
         | Event::MailDelivered { .. }
         | Event::AgentStatus { .. }

@@ -25,6 +25,8 @@ struct Row<'a> {
     resident: bool,
     unread: u64,
     pending_approvals: u64,
+    /// A worktree agent's change summary and branch.
+    worktree: Option<(Result<arbor_protocol::ChangeSummary, String>, String)>,
 }
 
 impl Row<'_> {
@@ -34,7 +36,7 @@ impl Row<'_> {
 
     fn to_json(&self) -> Value {
         let record = self.record();
-        json!({
+        let mut value = json!({
             "id": record.id(),
             "path": record.path(),
             "parent_id": record.parent_id(),
@@ -48,7 +50,12 @@ impl Row<'_> {
             "unread": self.unread,
             "pending_approvals": self.pending_approvals,
             "usage": self.row.usage,
-        })
+        });
+        if let Some((summary, branch)) = &self.worktree {
+            value["changes"] = crate::worktrees::summary_json(summary);
+            value["branch"] = json!(branch);
+        }
+        value
     }
 }
 
@@ -73,8 +80,10 @@ pub fn open_store(home: &Path) -> Result<Store, CliError> {
     Ok(Store::open_read_only(home)?)
 }
 
-/// Every agent of the session, root first, then by depth and path.
-fn rows(view: &SessionView) -> Vec<Row<'_>> {
+/// Every agent of the session, root first, then by depth and path, with worktree agents'
+/// change summaries.
+fn rows<'a>(home: &Path, view: &'a SessionView) -> Vec<Row<'a>> {
+    let summaries = crate::worktrees::summaries(home, view);
     let state = &view.state;
     let mut rows: Vec<Row<'_>> = state
         .threads
@@ -84,6 +93,12 @@ fn rows(view: &SessionView) -> Vec<Row<'_>> {
             resident: view.driven && row.edge != Some(EdgeStatus::Closed),
             unread: state.unread(row.record.id()).count() as u64,
             pending_approvals: state.pending_approvals(row.record.id()) as u64,
+            worktree: summaries.get(&row.record.id()).map(|summary| {
+                let branch = state
+                    .worktree(row.record.id())
+                    .map_or_else(String::new, |w| w.branch.clone());
+                (summary.clone(), branch)
+            }),
             row,
         })
         .collect();
@@ -121,7 +136,7 @@ fn visible(rows: Vec<Row<'_>>, root: ThreadId, all: bool) -> Vec<Row<'_>> {
 
 pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
-    let rows = rows(&view);
+    let rows = rows(home, &view);
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let list: Vec<Value> = rows.iter().map(Row::to_json).collect();
@@ -142,6 +157,13 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
             row.pending_approvals,
             row.row.usage.input_tokens + row.row.usage.output_tokens
         ))?;
+        if let Some((summary, branch)) = &row.worktree {
+            out(writeln!(
+                stdout,
+                "    {} (branch {branch})",
+                crate::worktrees::summary_text(summary)
+            ))?;
+        }
     }
     let sum = total(&rows);
     out(writeln!(
@@ -153,14 +175,14 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
 
 pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
-    print_tree(&view, args)
+    print_tree(home, &view, args)
 }
 
 /// Prints the tree of a view as `args` asks (also what `resume` without a prompt shows).
-pub fn print_tree(view: &SessionView, args: &TreeArgs) -> Result<(), CliError> {
+pub fn print_tree(home: &Path, view: &SessionView, args: &TreeArgs) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let rows = visible(rows(view), view.root.id(), args.all);
+        let rows = visible(rows(home, view), view.root.id(), args.all);
         let mut tree = nest(&rows, view.root.id());
         tree["tree_usage"] = serde_json::to_value(total(&rows)).unwrap_or(Value::Null);
         return out(writeln!(stdout, "{tree}"));
@@ -178,8 +200,13 @@ pub fn print_tree(view: &SessionView, args: &TreeArgs) -> Result<(), CliError> {
             record.status = row.reported_status(driven);
         }
     });
+    let summaries = crate::worktrees::summaries(home, view);
     let text = match args.format {
-        TreeFormat::Text => tree.to_text(),
+        TreeFormat::Text => tree.to_text_with(|record| {
+            summaries
+                .get(&record.id())
+                .map(crate::worktrees::summary_text)
+        }),
         TreeFormat::Dot => tree.to_dot(),
         TreeFormat::Mermaid => tree.to_mermaid(),
     };

@@ -45,7 +45,7 @@ impl ModelClient for NoModel {
     }
 }
 
-fn external(err: OrchestratorError) -> CliError {
+pub(crate) fn external(err: OrchestratorError) -> CliError {
     match err {
         OrchestratorError::Refused(message) => CliError::usage(message),
         // What failed underneath a request from outside: the store or the log.
@@ -204,5 +204,8 @@ pub fn close(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
     crate::read::open_store(home)?;
     let previous = close_external(home, &args.session, &args.target).map_err(external)?;
     println!("{}", serde_json::json!({ "previous_status": previous }));
+    // A live driver releases the closed agent's worktrees itself; a stopped session's are
+    // released here.
+    crate::worktrees::after_close(home, &args.session, &args.target)?;
     Ok(0)
 }

@@ -27,6 +27,8 @@ pub struct Identity {
     pub instructions: String,
     /// Internal agents (the guardian) are outside `list_agents`, wait targets and the caps.
     pub internal: bool,
+    /// The git worktree it works in (isolation `worktree`); `cwd` is inside it.
+    pub worktree: Option<Arc<crate::worktrees::worktree::AgentWorktree>>,
 }
 
 impl Identity {

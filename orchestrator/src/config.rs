@@ -92,6 +92,12 @@ pub struct RunConfig {
     /// The configured models by name. When any are, they are the models agents may use: a
     /// `spawn_agent` naming another is refused.
     pub models: std::collections::BTreeMap<String, ModelSettings>,
+    /// Where children that can change files work unless `spawn_agent` or their role says
+    /// otherwise (`worker_isolation`; `shared` by default).
+    pub worker_isolation: arbor_protocol::Isolation,
+    /// Merge a worktree child's clean changes when its turn completes, unless its role says
+    /// otherwise.
+    pub auto_merge: bool,
 }
 
 impl RunConfig {
@@ -123,6 +129,8 @@ impl RunConfig {
             shell_environment: std::sync::Arc::default(),
             max_output_tokens: None,
             models: std::collections::BTreeMap::new(),
+            worker_isolation: arbor_protocol::Isolation::Shared,
+            auto_merge: false,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The arbor runtime: the `Orchestrator` facade (`facade.rs`), the session task that owns the
 //! session's state (`session/`), one task per resident agent running its turns (`turn/`), the
-//! multi-agent and work tools (`tools/`), mail (`mail.rs`), the approval gate with its broker
-//! (`approval/`), the session's files (`open.rs`, `projection.rs`, `durability.rs`) and lease.
+//! multi-agent and work tools (`tools/`), worktree agents (`worktrees/`), mail (`mail.rs`), the
+//! approval gate with its broker (`approval/`), the session's files (`open.rs`, `projection.rs`,
+//! `durability.rs`) and lease.
 //!
 //! **API Boundary:** `Orchestrator` is what the CLI and the tests drive; everything else is
 //! internal.
@@ -27,6 +28,7 @@ mod sampling;
 mod session;
 mod tools;
 mod turn;
+mod worktrees;
 
 pub use crate::approval::{
     ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
@@ -35,11 +37,14 @@ pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 pub use crate::error::OrchestratorError;
 pub use crate::external::{
-    ExternalAnswer, SentExternal, answer_external, answer_external_with,
-    close_external, interrupt_external, send_external,
+    ExternalAnswer, SentExternal, answer_external, answer_external_with, close_external,
+    interrupt_external, send_external,
 };
 pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
 pub use crate::lease::Lease;
 pub use crate::open::{SessionView, find_root};
 pub use crate::resume::ResumeInfo;
+/// Worktrees seen from other processes (`arbor diff`, `merge`, `tree`, `close`) and orphan
+/// worktrees (`arbor doctor`, `arbor gc`).
+pub use crate::worktrees::{orphans, outside};
 pub use arbor_tools::SandboxStatus;

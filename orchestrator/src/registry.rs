@@ -64,6 +64,18 @@ impl Registry {
         self.by_id.remove(&agent.id());
     }
 
+    /// Every agent whose parent is `id`, open or closed, in id (creation) order.
+    pub fn children(&self, id: ThreadId) -> Vec<Arc<Agent>> {
+        let mut children: Vec<Arc<Agent>> = self
+            .by_id
+            .iter()
+            .filter(|e| e.value().identity.parent() == Some(id))
+            .map(|e| Arc::clone(e.value()))
+            .collect();
+        children.sort_by_key(|a| a.id());
+        children
+    }
+
     /// Every agent, in id (creation) order.
     pub fn all(&self) -> Vec<Arc<Agent>> {
         let mut agents: Vec<Arc<Agent>> =

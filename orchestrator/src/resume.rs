@@ -24,6 +24,8 @@ use crate::lifecycle::instructions_for;
 use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
 use crate::session::core::{Input, Registration};
+use crate::worktrees::hooks::restore;
+use crate::worktrees::worktree::{AgentWorktree, instructions};
 
 /// What a resume found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,7 +197,8 @@ fn register_tree(
             // would wait for a task forever.
             status = AgentStatus::Errored(LOST_TASK.to_string());
         }
-        let (agent, role) = handle_of(ctx, &row.record, parent.as_ref(), notices);
+        let worktree = restore(ctx, state, row.record.id(), row.record.path(), notices);
+        let (agent, role) = handle_of(ctx, &row.record, parent.as_ref(), worktree, notices);
         if status != row.record.status {
             // A status the last run left active (or a lost task) is recorded as it is now.
             let line = RolloutItem::Status(StatusChanged {
@@ -231,6 +234,7 @@ fn handle_of(
     ctx: &Ctx,
     record: &ThreadRecord,
     parent: Option<&Arc<Agent>>,
+    worktree: Option<Arc<AgentWorktree>>,
     notices: &mut Vec<String>,
 ) -> (Arc<Agent>, Role) {
     let role = match ctx.roles.get(&record.meta.role) {
@@ -257,8 +261,9 @@ fn handle_of(
         meta: record.meta.clone(),
         caps,
         rollout_path: ctx.config.home.join(&record.rollout_path),
-        instructions: instructions_for(&role),
+        instructions: instructions(instructions_for(&role), worktree.as_deref()),
         internal: record.meta.role == arbor_roles::GUARDIAN_ROLE,
+        worktree,
     };
     let token = match parent {
         Some(parent) => parent.token.child_token(),

@@ -111,6 +111,36 @@ pub enum Event {
         session_id: ThreadId,
         final_message: Option<String>,
     },
+    /// A git worktree was made for the agent at `path` (directory `worktree`, on `branch`).
+    #[serde(rename = "worktree.created")]
+    WorktreeCreated {
+        path: AgentPath,
+        worktree: String,
+        branch: String,
+    },
+    /// A merge of the agent's changes into the checkout `into`: the files it changed there,
+    /// or the files whose conflicts left that checkout as it was.
+    #[serde(rename = "worktree.merged")]
+    WorktreeMerged {
+        path: AgentPath,
+        into: String,
+        merged: Vec<String>,
+        conflicts: Vec<String>,
+    },
+    /// The agent was closed with nothing unmerged: its worktree and branch are gone.
+    #[serde(rename = "worktree.removed")]
+    WorktreeRemoved { path: AgentPath, worktree: String },
+    /// The agent was closed with unmerged changes: its worktree and branch stay.
+    #[serde(rename = "worktree.kept")]
+    WorktreeKept {
+        path: AgentPath,
+        worktree: String,
+        branch: String,
+        changes: String,
+    },
+    /// Something the user should know that is not an error (a setting that could not apply).
+    #[serde(rename = "notice")]
+    Notice { message: String },
 }
 
 impl Event {
@@ -136,6 +166,11 @@ impl Event {
             Self::TurnCompleted { .. } => "turn.completed",
             Self::TurnAborted { .. } => "turn.aborted",
             Self::SessionCompleted { .. } => "session.completed",
+            Self::WorktreeCreated { .. } => "worktree.created",
+            Self::WorktreeMerged { .. } => "worktree.merged",
+            Self::WorktreeRemoved { .. } => "worktree.removed",
+            Self::WorktreeKept { .. } => "worktree.kept",
+            Self::Notice { .. } => "notice",
         }
     }
 }

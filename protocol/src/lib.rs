@@ -32,3 +32,6 @@ pub use policy::{ApprovalPolicy, ApprovalsReviewer, SandboxMode};
 
 mod event;
 pub use event::{Event, EventLine};
+
+mod worktree;
+pub use worktree::{ChangeSummary, Isolation, WorktreeCreated, WorktreeFact, WorktreeMerged};

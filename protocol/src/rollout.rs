@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::facts::{
     ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget,
 };
-use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp};
+use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp, WorktreeFact};
 
 /// Written into every `session_meta` header; bumped when old readers could misread new files.
 pub const ROLLOUT_FORMAT_VERSION: u32 = 1;
@@ -65,6 +65,8 @@ pub enum RolloutItem {
     UserAnswer(UserAnswer),
     ApprovalOverride(ApprovalOverride),
     OverrideUsed(OverrideUsed),
+    /// A fact about the agent's own git worktree (made, merged, removed).
+    Worktree(WorktreeFact),
 }
 
 impl RolloutItem {
@@ -88,6 +90,7 @@ impl RolloutItem {
         "user_answer",
         "approval_override",
         "override_used",
+        "worktree",
     ];
 
     /// The `type` text of this item.
@@ -104,6 +107,7 @@ impl RolloutItem {
             Self::ApprovalRequested(_) => "approval_requested",
             Self::ApprovalDecided(_) => "approval_decided",
             Self::Usage(_) => "usage",
+            Self::Worktree(_) => "worktree",
             Self::Status(_) => "status",
             Self::UserMail(_) => "user_mail",
             Self::UserClose(_) => "user_close",
@@ -134,7 +138,8 @@ impl RolloutItem {
             | Self::UserInterrupt(_)
             | Self::UserAnswer(_)
             | Self::ApprovalOverride(_)
-            | Self::OverrideUsed(_) => false,
+            | Self::OverrideUsed(_)
+            | Self::Worktree(_) => false,
         }
     }
 }

@@ -47,6 +47,8 @@ fn default() -> Role {
         sandbox_mode: None,
         nickname_candidates: None,
         can_spawn: true,
+        isolation: None,
+        auto_merge: None,
         source: RoleSource::BuiltIn,
     }
 }
@@ -69,6 +71,8 @@ fn explorer() -> Role {
         sandbox_mode: Some(SandboxMode::ReadOnly),
         nickname_candidates: None,
         can_spawn: false,
+        isolation: None,
+        auto_merge: None,
         source: RoleSource::BuiltIn,
     }
 }
@@ -86,6 +90,8 @@ fn worker() -> Role {
         sandbox_mode: None,
         nickname_candidates: None,
         can_spawn: true,
+        isolation: None,
+        auto_merge: None,
         source: RoleSource::BuiltIn,
     }
 }
@@ -104,6 +110,8 @@ pub fn builtin_guardian() -> Role {
         sandbox_mode: Some(SandboxMode::ReadOnly),
         nickname_candidates: None,
         can_spawn: false,
+        isolation: None,
+        auto_merge: None,
         source: RoleSource::BuiltIn,
     }
 }

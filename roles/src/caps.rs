@@ -2,7 +2,7 @@
 
 use arbor_protocol::{ApprovalPolicy, SandboxMode};
 
-use crate::role::{Role, SPAWN_TOOL, TOOL_NAMES};
+use crate::role::{CHILD_TOOLS, Role, TOOL_NAMES};
 
 /// The effective tools, sandbox, spawning right and approval policy of one agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ impl Capabilities {
 
     /// The capabilities of a child of this agent that runs `role`. Only ever narrower:
     /// - tools: this agent's tools that the role's allow-list admits, in canonical order, minus
-    ///   `spawn_agent` when the child cannot spawn;
+    ///   `spawn_agent`, `diff_agent` and `merge_agent` when the child cannot spawn;
     /// - sandbox: the stricter of this agent's and the role's;
     /// - spawning: only if both this agent and the role may;
     /// - approval policy: inherited unchanged (roles have no say in it).
@@ -37,7 +37,7 @@ impl Capabilities {
         let tools = TOOL_NAMES
             .iter()
             .filter(|tool| self.has_tool(tool) && role.allows_tool(tool))
-            .filter(|tool| can_spawn || **tool != SPAWN_TOOL)
+            .filter(|tool| can_spawn || !CHILD_TOOLS.contains(tool))
             .map(|tool| (*tool).to_owned())
             .collect();
         let sandbox = match role.sandbox_mode {

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use arbor_protocol::SandboxMode;
+use arbor_protocol::{Isolation, SandboxMode};
 use serde::de::DeserializeOwned;
 
 use crate::RoleError;
@@ -25,6 +25,8 @@ pub const ROLE_FIELDS: &[&str] = &[
     "sandbox_mode",
     "nickname_candidates",
     "can_spawn",
+    "isolation",
+    "auto_merge",
 ];
 
 impl Role {
@@ -77,6 +79,14 @@ impl Role {
             file.check("nickname_candidates", check_nicknames(names))?;
         }
         let can_spawn = file.take::<bool>("can_spawn")?.unwrap_or(true);
+        let isolation = match file.take::<String>("isolation")? {
+            Some(text) => Some(file.check(
+                "isolation",
+                Isolation::parse(&text).ok_or_else(|| Isolation::unknown(&text)),
+            )?),
+            None => None,
+        };
+        let auto_merge = file.take::<bool>("auto_merge")?;
 
         Ok(Role {
             name,
@@ -88,6 +98,8 @@ impl Role {
             sandbox_mode,
             nickname_candidates,
             can_spawn,
+            isolation,
+            auto_merge,
             source: RoleSource::File(path.to_path_buf()),
         })
     }
@@ -212,6 +224,8 @@ mod tests {
         assert_eq!(role.sandbox_mode, None);
         assert_eq!(role.nickname_candidates, None);
         assert!(role.can_spawn);
+        assert_eq!(role.isolation, None);
+        assert_eq!(role.auto_merge, None);
         assert_eq!(role.source, RoleSource::File(PATH.into()));
     }
 
@@ -220,7 +234,8 @@ mod tests {
         let text = format!(
             "{HEAD}model = \"m\"\nreasoning_effort = \"high\"\n\
              tools = [\"exec_command\", \"list_agents\"]\nsandbox_mode = \"read-only\"\n\
-             nickname_candidates = [\"Ada\", \"Alan\"]\ncan_spawn = false\n"
+             nickname_candidates = [\"Ada\", \"Alan\"]\ncan_spawn = false\n\
+             isolation = \"worktree\"\nauto_merge = true\n"
         );
         let role = parse(&text).expect("full role");
         assert_eq!(role.model.as_deref(), Some("m"));
@@ -236,6 +251,8 @@ mod tests {
             Some(vec!["Ada".to_owned(), "Alan".to_owned()])
         );
         assert!(!role.can_spawn);
+        assert_eq!(role.isolation, Some(arbor_protocol::Isolation::Worktree));
+        assert_eq!(role.auto_merge, Some(true));
     }
 
     #[test]
@@ -260,7 +277,15 @@ mod tests {
                 "tools = [\"exec_command\", \"rm_rf\"]",
                 "field `tools`: unknown tool `rm_rf`, expected one of spawn_agent, send_message, \
                  followup_task, wait_agent, list_agents, close_agent, interrupt_agent, \
-                 exec_command, apply_patch",
+                 diff_agent, merge_agent, exec_command, apply_patch",
+            ),
+            (
+                "isolation = \"copy\"",
+                "field `isolation`: unknown value `copy`, expected one of shared, worktree",
+            ),
+            (
+                "auto_merge = \"yes\"",
+                "field `auto_merge`: invalid type: string \"yes\", expected a boolean",
             ),
             (
                 "tools = [\"exec_command\", \"exec_command\"]",
@@ -339,7 +364,8 @@ mod tests {
         check_err(
             &format!("{HEAD}colour = \"blue\"\n"),
             "unknown field `colour`, expected one of name, description, developer_instructions, \
-             model, reasoning_effort, tools, sandbox_mode, nickname_candidates, can_spawn",
+             model, reasoning_effort, tools, sandbox_mode, nickname_candidates, can_spawn, \
+             isolation, auto_merge",
         );
     }
 

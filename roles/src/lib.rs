@@ -7,8 +7,10 @@
 //!
 //! A role is a TOML file with the keys of [`ROLE_FIELDS`]: `name`, `description` and
 //! `developer_instructions` are required; `model`, `reasoning_effort`, `tools`,
-//! `sandbox_mode`, `nickname_candidates` and `can_spawn` are optional, and absent means "inherit
-//! from the parent" (`can_spawn` absent is `true`, which still needs the parent's). Unknown keys
+//! `sandbox_mode`, `nickname_candidates`, `can_spawn`, `isolation` (`shared` or `worktree`) and
+//! `auto_merge` are optional, and absent means "inherit from the parent" (`can_spawn` absent is
+//! `true`, which still needs the parent's; `isolation` and `auto_merge` absent leave it to the
+//! config). Unknown keys
 //! are rejected. Files are read from `$ARBOR_HOME/roles/*.toml`, then
 //! `<workspace>/.arbor/roles/*.toml`; the workspace wins over home, both over built-ins of the
 //! same name. Every error names the file and, where there is one, the field.
@@ -52,7 +54,7 @@ pub use error::RoleError;
 pub use file::ROLE_FIELDS;
 pub use nickname::{NICKNAMES, NicknamePool, ordinal, ordinal_suffix};
 pub use role::{
-    DEFAULT_ROLE, EXPLORER_ROLE, GUARDIAN_ROLE, REASONING_EFFORTS, Role, RoleSource, SPAWN_TOOL,
-    TOOL_NAMES, WORKER_ROLE, check_effort, check_model,
+    CHILD_TOOLS, DEFAULT_ROLE, EXPLORER_ROLE, GUARDIAN_ROLE, REASONING_EFFORTS, Role, RoleSource,
+    SPAWN_TOOL, TOOL_NAMES, WORKER_ROLE, check_effort, check_model,
 };
 pub use set::RoleSet;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use arbor_protocol::SandboxMode;
+use arbor_protocol::{Isolation, SandboxMode};
 
 /// Every tool arbor can offer a model, in the canonical order used for tool lists (stable across
 /// requests for prompt caching). A role's `tools` allow-list may only name these.
@@ -15,12 +15,18 @@ pub const TOOL_NAMES: &[&str] = &[
     "list_agents",
     "close_agent",
     "interrupt_agent",
+    "diff_agent",
+    "merge_agent",
     "exec_command",
     "apply_patch",
 ];
 
 /// The tool that creates children; removed from the list of an agent that cannot spawn.
 pub const SPAWN_TOOL: &str = "spawn_agent";
+
+/// The tools that only act on an agent's own children: removed with `spawn_agent` from the list
+/// of an agent that cannot spawn, since it never has any.
+pub const CHILD_TOOLS: &[&str] = &[SPAWN_TOOL, "diff_agent", "merge_agent"];
 
 /// Reasoning efforts a role may ask for.
 pub const REASONING_EFFORTS: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh"];
@@ -76,6 +82,12 @@ pub struct Role {
     pub nickname_candidates: Option<Vec<String>>,
     /// Whether agents of this role may spawn children (still subject to the parent's).
     pub can_spawn: bool,
+    /// Where agents of this role work; `None` leaves it to `spawn_agent` and the config's
+    /// `worker_isolation`. `worktree` cannot be widened to `shared` by a spawn.
+    pub isolation: Option<Isolation>,
+    /// Whether an agent's clean changes are merged back into its parent's checkout when its
+    /// turn completes; `None` leaves it to the config's `auto_merge`.
+    pub auto_merge: Option<bool>,
     /// Built-in or the file that defined it.
     pub source: RoleSource,
 }

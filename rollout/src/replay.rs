@@ -181,7 +181,8 @@ impl Replay {
             | RolloutItem::UserInterrupt(_)
             | RolloutItem::UserAnswer(_)
             | RolloutItem::ApprovalOverride(_)
-            | RolloutItem::OverrideUsed(_) => {}
+            | RolloutItem::OverrideUsed(_)
+            | RolloutItem::Worktree(_) => {}
         }
     }
 

@@ -208,25 +208,25 @@ async fn a_spent_token_budget_starts_no_new_turn_and_names_who_was_stopped() {
             [{"say": "never reached"}]]},
         {"match": "/root/*", "responses": [[{"say": "{{task_name}} done"}]]}
     ]});
-    // Each scripted request costs about 1 700 input tokens. The root's first two requests and
-    // a's one stay under 6 000; the root's third (which spawns b) crosses it, so b's first
+    // Each scripted request costs about 2 050 input tokens. The root's first two requests and
+    // a's one stay under 7 500; the root's third (which spawns b) crosses it, so b's first
     // turn is the one refused and the root's next request ends its turn.
-    let mut s = Session::new(script, |c| c.budget_tokens = Some(6_000)).await;
+    let mut s = Session::new(script, |c| c.budget_tokens = Some(7_500)).await;
     s.run("spend").await;
     let exhausted = s.seen.iter().find_map(|l| match &l.event {
         Event::BudgetExhausted { limit, used } => Some((*limit, *used)),
         _ => None,
     });
     let (limit, used) = exhausted.expect("budget.exhausted emitted");
-    assert_eq!(limit, 6_000);
-    assert!(used >= 6_000);
+    assert_eq!(limit, 7_500);
+    assert!(used >= 7_500);
     let root = s.orch.root_status().await;
     assert!(
-        matches!(&root, AgentStatus::Errored(reason) if reason == "token budget of 6000 reached"),
+        matches!(&root, AgentStatus::Errored(reason) if reason == "token budget of 7500 reached"),
         "{root:?}"
     );
     let (total, stopped) = s.orch.usage_report().await;
-    assert!(total.input_tokens + total.output_tokens >= 6_000);
+    assert!(total.input_tokens + total.output_tokens >= 7_500);
     let stopped: Vec<String> = stopped.iter().map(|p| p.to_string()).collect();
     assert_eq!(
         stopped,

@@ -21,3 +21,4 @@ mod store;
 mod store_lag;
 mod streaming;
 mod ui;
+mod worktrees;

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use arbor_protocol::{AgentPath, AgentStatus, Mail, MailId, ThreadId, Timestamp, Usage};
 
-use crate::{ApprovalOverride, ApprovalRecord, EdgeStatus, ThreadRecord};
+use crate::{ApprovalOverride, ApprovalRecord, EdgeStatus, ThreadRecord, WorktreeRecord};
 
 /// The reason a turn that was in flight when its process died is given.
 pub const PROCESS_EXIT: &str = "process_exit";
@@ -75,6 +75,7 @@ pub struct Changes {
     pub consumed: Vec<(MailId, Timestamp)>,
     pub approvals: BTreeSet<String>,
     pub overrides: BTreeSet<String>,
+    pub worktrees: BTreeSet<ThreadId>,
 }
 
 impl Changes {
@@ -84,6 +85,7 @@ impl Changes {
             && self.consumed.is_empty()
             && self.approvals.is_empty()
             && self.overrides.is_empty()
+            && self.worktrees.is_empty()
     }
 
     /// Adds `other` (changes left over from a commit that failed).
@@ -93,6 +95,7 @@ impl Changes {
         self.consumed.extend(other.consumed);
         self.approvals.extend(other.approvals);
         self.overrides.extend(other.overrides);
+        self.worktrees.extend(other.worktrees);
     }
 }
 
@@ -116,6 +119,8 @@ pub struct SessionState {
     /// Overrides in the order they were granted.
     pub overrides: Vec<ApprovalOverride>,
     override_index: HashMap<String, usize>,
+    /// The git worktrees of agents that have one, by agent.
+    pub worktrees: BTreeMap<ThreadId, WorktreeRecord>,
     changes: Changes,
     /// The stamp of the line being applied.
     now: Timestamp,
@@ -192,6 +197,11 @@ impl SessionState {
             .map(|at| &self.overrides[*at])
     }
 
+    /// The worktree of agent `id`, if it works in one.
+    pub fn worktree(&self, id: ThreadId) -> Option<&WorktreeRecord> {
+        self.worktrees.get(&id)
+    }
+
     /// Pending requests of `requester`.
     pub fn pending_approvals(&self, requester: ThreadId) -> usize {
         self.approvals
@@ -234,6 +244,10 @@ impl SessionState {
         self.approval_index
             .insert(record.id.clone(), self.approvals.len());
         self.approvals.push(record);
+    }
+
+    pub(crate) fn load_worktree(&mut self, record: WorktreeRecord) {
+        self.worktrees.insert(record.thread_id, record);
     }
 
     pub(crate) fn load_override(&mut self, grant: ApprovalOverride) {

@@ -16,6 +16,7 @@ use super::need::{self, GUARDIAN_CANNOT_ASK_SENTENCE};
 use super::review;
 use crate::agent::Agent;
 use crate::ctx::Ctx;
+use crate::worktrees::hooks::launcher as worktree_launcher;
 
 /// Decides whether `agent` may run the `exec_command` of `args` in `workdir`, asking for
 /// approval when it must: the launcher to run it with, or the text its model reads instead.
@@ -29,7 +30,11 @@ pub async fn gate_exec(
     let caps = &agent.identity.caps;
     let escalated = args.permissions() == SandboxPermissions::RequireEscalated;
     let evaluation = approvals.policy.evaluate(&args.cmd);
-    let sandboxed: Arc<dyn Launcher> = approvals.launcher(caps.sandbox, agent.identity.cwd());
+    // A worktree agent's sandbox is its worktree's, its parent's checkout read-only.
+    let sandboxed: Arc<dyn Launcher> = match worktree_launcher(ctx, agent) {
+        Some(launcher) => launcher,
+        None => approvals.launcher(caps.sandbox, agent.identity.cwd()),
+    };
     let mut need = need::assess(&evaluation, caps.approval_policy, escalated);
     if caps.approval_policy == ApprovalPolicy::Untrusted && need == need::Need::Run {
         need = untrusted_git(&evaluation, workdir).await;

@@ -90,6 +90,7 @@ async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
             stamp: None,
             history: Vec::new(),
             task: None,
+            worktree: None,
         })
         .await?;
     Ok(spawned.agent)

@@ -108,6 +108,33 @@ impl Approvals {
         )
     }
 
+    /// The sandbox of a worktree agent: `mode` rooted at its `workspace` (which stays writable
+    /// although it lies in the protected home), with `read_only` (the checkouts it forked from)
+    /// kept read-only like the home.
+    pub fn worktree_launcher(
+        &self,
+        mode: SandboxMode,
+        workspace: &Path,
+        read_only: Vec<PathBuf>,
+    ) -> Arc<SandboxLauncher> {
+        let mut launchers = self
+            .launchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(
+            launchers
+                .entry((mode, workspace.to_path_buf()))
+                .or_insert_with(|| {
+                    Arc::new(
+                        SandboxLauncher::new(mode, workspace, self.allow_network)
+                            .protecting(self.protected.clone())
+                            .also_read_only(read_only, "a checkout this agent forked from")
+                            .writable_workspace(),
+                    )
+                }),
+        )
+    }
+
     /// What the sandbox of `mode` at `workspace` really enforces.
     pub fn sandbox_status(&self, mode: SandboxMode, workspace: &Path) -> SandboxStatus {
         self.launcher(mode, workspace).status().clone()

@@ -273,6 +273,7 @@ impl Orchestrator {
                         stamp: Some(self.root_stamp),
                         history: Vec::new(),
                         task: None,
+                        worktree: None,
                     })
                     .await?;
                 // The session is known to every other process (its root in the store) before

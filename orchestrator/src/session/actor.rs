@@ -20,6 +20,8 @@ use crate::agent::{AgentMsg, Grant, TurnControl};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
 use crate::turn::agent_task;
+use crate::worktrees::close::release;
+use crate::worktrees::hooks::ingest;
 
 /// A resident agent's task, as the session task reaches it.
 struct Resident {
@@ -173,7 +175,8 @@ impl Actor {
         Ok(previous)
     }
 
-    /// What another process appended to the log: mail, closes, interrupts, answers.
+    /// What another process appended to the log: mail, closes, interrupts, answers, worktree
+    /// merges.
     fn external(&mut self, line: RolloutLine) {
         match line.item {
             RolloutItem::UserMail(user) if self.ctx.registry.get(user.recipient_id).is_some() => {
@@ -185,8 +188,13 @@ impl Actor {
             }
             RolloutItem::UserClose(target) => {
                 let open = self.core.entry(target.target_id).is_some_and(|e| !e.closed);
-                if open && let Err(err) = self.close(target.target_id, None) {
-                    tracing::error!(error = %err, "close from another process failed");
+                if open {
+                    match self.close(target.target_id, None) {
+                        Ok(_) => self.release_worktrees(target.target_id),
+                        Err(err) => {
+                            tracing::error!(error = %err, "close from another process failed");
+                        }
+                    }
                 }
             }
             RolloutItem::UserInterrupt(target) => self.feed(Input::Interrupt {
@@ -200,9 +208,26 @@ impl Actor {
                 }
                 crate::approval::answered(&self.ctx, &answer.request_id, answer.approve);
             }
+            RolloutItem::Worktree(fact) => {
+                if let Some(thread) = line.thread {
+                    ingest(&self.ctx, thread, &fact);
+                }
+            }
             // Other lines of other processes carry nothing this process acts on.
             _ => {}
         }
+    }
+
+    /// Releases the worktrees of an agent another process closed (`arbor close`), as
+    /// `close_agent` does: git work, so on a task of its own, never in the session task.
+    fn release_worktrees(&self, target: ThreadId) {
+        let Some(agent) = self.ctx.registry.get(target) else {
+            return;
+        };
+        let ctx = Arc::clone(&self.ctx);
+        self.ctx.tracker.spawn(async move {
+            release(&ctx, &agent).await;
+        });
     }
 
     /// Feeds an input, and then the inputs its effects gave rise to.

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::core::{AgentSnapshot, Answer, Input, Registration, Scope, Ticket};
 use crate::agent::Agent;
 use crate::error::OrchestratorError;
+use crate::worktrees::worktree::AgentWorktree;
 
 /// A new agent to make: everything but what the session decides (its nickname, its slot).
 #[derive(Debug)]
@@ -33,6 +34,8 @@ pub struct SpawnSpec {
     /// Its parent's task for it, recorded (as the parent's `mail_sent`) in the same write as
     /// its header, so no crash leaves an agent without its task.
     pub task: Option<Mail>,
+    /// Its git worktree (made by the spawner), recorded right after its header.
+    pub worktree: Option<Arc<AgentWorktree>>,
 }
 
 /// A spawned agent.

@@ -10,12 +10,15 @@ use super::core::Revival;
 use crate::agent::{Agent, TurnSpan};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
+use crate::worktrees::hooks::check_present;
 
 /// Loads `agent`'s runtime from its rollout; what the session learns from it.
 pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, OrchestratorError> {
     let failed = |err: String| {
         OrchestratorError::Refused(format!("revival of {} failed: {err}", agent.path()))
     };
+    // It works in its worktree, which must still be there.
+    check_present(agent).map_err(failed)?;
     // Everything the agent recorded is in its rollout once it is synced and projected.
     let recorded = agent.last_recorded();
     ctx.log

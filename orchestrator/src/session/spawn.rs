@@ -1,5 +1,5 @@
 //! Making an agent, inside the session task: its nickname, its header (written in one append
-//! with the history it starts with and its parent's task for it), its handle, and its
+//! with its worktree, the history it starts with and its parent's task for it), its handle, and its
 //! registration. The session then installs it once it holds a residency slot.
 
 use std::sync::Arc;
@@ -16,6 +16,7 @@ use crate::agent::{Agent, Identity};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
 use crate::lifecycle::instructions_for;
+use crate::worktrees::worktree::instructions;
 
 /// An agent made: what the spawner gets, how the session registers it, and its task.
 pub struct Made {
@@ -65,14 +66,18 @@ pub fn make(
         meta: meta.clone(),
         caps: spec.caps,
         rollout_path: rollout_path(&ctx.config.home, stamp, id),
-        instructions: instructions_for(&spec.role),
+        instructions: instructions(instructions_for(&spec.role), spec.worktree.as_deref()),
         internal: spec.internal,
+        worktree: spec.worktree.clone(),
     };
     let agent = Agent::new(identity, token, ctx.log.clone());
     if !ctx.registry.insert(Arc::clone(&agent)) {
         return Err(taken(&spec.path));
     }
     let mut lines: Vec<(ThreadId, RolloutItem)> = vec![(id, RolloutItem::SessionMeta(meta))];
+    if let Some(worktree) = &spec.worktree {
+        lines.push((id, RolloutItem::Worktree(worktree.created())));
+    }
     lines.extend(
         spec.history
             .iter()

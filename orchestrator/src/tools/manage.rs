@@ -1,4 +1,5 @@
-//! `list_agents`, `close_agent` and `interrupt_agent`.
+//! `list_agents` (with a worktree agent's `changes` and `branch`), `close_agent` (which
+//! releases the closed agents' worktrees) and `interrupt_agent`.
 
 use std::sync::Arc;
 
@@ -10,6 +11,8 @@ use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
 use crate::session::core::Scope;
+use crate::worktrees::close::release;
+use crate::worktrees::summary::{changes_json, work_status};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,29 +39,30 @@ pub async fn list_agents(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
         ),
     };
     let scope = prefix.map_or(Scope::All, Scope::Within);
-    let agents: Vec<_> = ctx
-        .session
-        .snapshot_of(scope)
-        .await
-        .into_iter()
-        .filter(|agent| !agent.internal && !agent.behind_closed)
-        .map(|agent| {
-            let handle = ctx.registry.get(agent.id);
-            let meta = handle.as_ref().map(|h| &h.identity.meta);
-            let mut entry = json!({
-                "agent_name": agent.path.as_str(),
-                "agent_status": agent.status,
-                "nickname": meta.and_then(|m| m.nickname.clone()),
-                "role": meta.map(|m| m.role.clone()),
-                "resident": agent.resident,
-                "unread": agent.unread,
-            });
-            if agent.status == AgentStatus::Queued {
-                entry["queue_position"] = json!(agent.queue_position);
-            }
-            entry
-        })
-        .collect();
+    let mut agents = Vec::new();
+    let listed = ctx.session.snapshot_of(scope).await.into_iter();
+    for agent in listed.filter(|agent| !agent.internal && !agent.behind_closed) {
+        let handle = ctx.registry.get(agent.id);
+        let meta = handle.as_ref().map(|h| &h.identity.meta);
+        let mut entry = json!({
+            "agent_name": agent.path.as_str(),
+            "agent_status": agent.status,
+            "nickname": meta.and_then(|m| m.nickname.clone()),
+            "role": meta.map(|m| m.role.clone()),
+            "resident": agent.resident,
+            "unread": agent.unread,
+        });
+        if agent.status == AgentStatus::Queued {
+            entry["queue_position"] = json!(agent.queue_position);
+        }
+        // A worktree agent's changes, from git.
+        let worktree = handle.and_then(|h| h.identity.worktree.clone());
+        if let Some(wt) = worktree.filter(|wt| !wt.is_removed()) {
+            entry["changes"] = changes_json(&work_status(&wt).await);
+            entry["branch"] = json!(wt.branch);
+        }
+        agents.push(entry);
+    }
     Ok(json!({ "agents": agents }).to_string())
 }
 
@@ -75,7 +79,11 @@ pub async fn close_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
         ));
     }
     let previous = ctx.session.close(target.id(), Some(caller.id())).await?;
-    Ok(json!({ "previous_status": previous }).to_string())
+    let mut output = json!({ "previous_status": previous });
+    if let Some(worktree) = release(ctx, &target).await {
+        output["worktree"] = worktree;
+    }
+    Ok(output.to_string())
 }
 
 pub async fn interrupt_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {

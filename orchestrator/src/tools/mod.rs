@@ -1,7 +1,7 @@
 //! Tool calls: dispatch by name, argument parsing, target resolution, and running the calls of
 //! one response (tree calls in call order, slow calls concurrently, results in call order).
 
-mod args;
+pub(crate) mod args;
 pub mod manage;
 mod messaging;
 pub mod spawn;
@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
 use crate::ctx::Ctx;
+use crate::worktrees::tools as worktree_tools;
 pub use args::{Call, resolve_target};
 pub use started::Started;
 
@@ -81,6 +82,8 @@ pub async fn dispatch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, call: &Call) -> String
             "wait_agent" => wait::wait_agent(ctx, agent, &call.arguments).await,
             "list_agents" => manage::list_agents(ctx, agent, &call.arguments).await,
             "close_agent" => manage::close_agent(ctx, agent, &call.arguments).await,
+            "diff_agent" => worktree_tools::diff_agent(ctx, agent, &call.arguments).await,
+            "merge_agent" => worktree_tools::merge_agent(ctx, agent, &call.arguments).await,
             "interrupt_agent" => manage::interrupt_agent(ctx, agent, &call.arguments).await,
             "exec_command" => work::exec_command(ctx, agent, &call.arguments).await,
             "apply_patch" => work::apply_patch(ctx, agent, &call.arguments).await,
@@ -109,6 +112,7 @@ fn bad_arguments(tool: &str, problem: &str) -> String {
 pub fn specs_for(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
     ctx.tool_specs(&agent.identity.caps.tools, || {
         let mut messaging = specs::messaging_tools();
+        messaging.extend(worktree_tools::specs());
         agent
             .identity
             .caps

@@ -1,4 +1,5 @@
-//! `spawn_agent`: name and depth checks, role narrowing, nickname, fork, the spawn mail.
+//! `spawn_agent`: name and depth checks, role narrowing, the child's isolation (and worktree),
+//! fork, the spawn mail.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use crate::config::GUARDIAN_NAME;
 use crate::ctx::Ctx;
 use crate::mail;
 use crate::session::handle::SpawnSpec;
+use crate::worktrees::spawn::{discard, prepare, started};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +28,8 @@ struct SpawnArgs {
     reasoning_effort: Option<String>,
     #[serde(default)]
     fork_turns: Option<String>,
+    #[serde(default)]
+    isolation: Option<String>,
 }
 
 /// How much of the parent's history a child starts with.
@@ -96,6 +100,12 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
         .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
         .or_else(|| role.reasoning_effort.clone())
         .or_else(|| caller.identity.meta.effort.clone());
+    let caps = caller.identity.caps.narrow_for(role);
+    let prepared = prepare(ctx, caller, &path, role, &caps, args.isolation.as_deref()).await?;
+    let cwd = prepared
+        .worktree
+        .as_ref()
+        .map_or_else(|| caller.identity.cwd().to_path_buf(), |wt| wt.cwd());
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
     let spawned = ctx
         .session
@@ -106,24 +116,41 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
             role: role.clone(),
             model,
             effort,
-            caps: caller.identity.caps.narrow_for(role),
+            caps,
             nickname: true,
-            cwd: caller.identity.cwd().to_path_buf(),
+            cwd,
             internal: false,
             stamp: None,
             history: forked_history(caller, fork),
             task: Some(task),
+            worktree: prepared.worktree.clone(),
         })
-        .await?;
+        .await;
+    let spawned = match spawned {
+        Ok(spawned) => spawned,
+        Err(err) => {
+            if let Some(wt) = &prepared.worktree {
+                discard(ctx, wt).await;
+            }
+            return Err(err.to_string());
+        }
+    };
+    started(ctx, &spawned.agent);
     // The child takes its first step before its parent goes on: with a model that answers at
     // once (the scripted one), children start in spawn order and before the parent's next
     // request.
     tokio::task::yield_now().await;
-    Ok(json!({
+    let mut output = json!({
         "task_name": spawned.agent.path().as_str(),
         "nickname": spawned.nickname,
-    })
-    .to_string())
+    });
+    if let Some(wt) = &prepared.worktree {
+        output["worktree"] = json!({"path": wt.cwd().display().to_string(), "branch": wt.branch});
+    }
+    if let Some(notice) = prepared.notice {
+        output["notice"] = json!(notice);
+    }
+    Ok(output.to_string())
 }
 
 /// A model and effort the model asked for, checked as a role file's are: a value the server

@@ -37,6 +37,7 @@ pub fn spawn_agent(roles_text: &str) -> ToolSpec {
                 "model": {"type": "string", "description": "Model for the child (default: the role's, else yours)."},
                 "reasoning_effort": {"type": "string", "description": "Reasoning effort for the child."},
                 "fork_turns": {"type": "string", "description": "Copy your recent turns into the child: `none` (default), `all`, or a positive integer N for the last N turns."},
+                "isolation": {"type": "string", "enum": ["shared", "worktree"], "description": "`shared`: the child works in your checkout; `worktree`: in a git worktree of its own, on a new branch from your current state (uncommitted changes included), merged back with merge_agent. Default: its role's, else the configured default for children that edit."},
             }),
             &["task_name", "message"],
         ),

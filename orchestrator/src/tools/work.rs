@@ -14,9 +14,11 @@ use super::args::{ToolResult, parse_args};
 use crate::agent::Agent;
 use crate::approval;
 use crate::ctx::Ctx;
+use crate::worktrees::hooks::ready;
 
 pub async fn exec_command(ctx: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args = ExecArgs::parse(arguments).map_err(|err| err.to_string())?;
+    ready(agent).await?;
     let request = ExecRequest::from_args(&args, agent.identity.cwd(), &ExecConfig::default())
         .map_err(|err| err.to_string())?;
     let launcher = approval::gate_exec(ctx, agent, &args, &request.workdir).await?;
@@ -36,6 +38,7 @@ struct PatchArgs {
 
 pub async fn apply_patch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
+    ready(agent).await?;
     let cwd = agent.identity.cwd().to_path_buf();
     let mode = agent.identity.caps.sandbox;
     // A patch passes its own approval gate (`untrusted` asks for it) before it is applied.

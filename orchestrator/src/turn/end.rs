@@ -26,8 +26,15 @@ pub enum Outcome {
 /// An empty final answer still tells the parent something: that there was none.
 const NO_ANSWER: &str = "(no answer: the agent ended its turn without a final message)";
 
-/// Ends turn `turn` of `agent` with `outcome`.
-pub fn finish_turn(ctx: &Arc<Ctx>, agent: &Arc<Agent>, turn: u64, outcome: Outcome) {
+/// Ends turn `turn` of `agent` with `outcome`; `note` ends its result mail (a worktree
+/// agent's change summary).
+pub fn finish_turn(
+    ctx: &Arc<Ctx>,
+    agent: &Arc<Agent>,
+    turn: u64,
+    outcome: Outcome,
+    note: Option<String>,
+) {
     let mut lines = dangling_call_outputs(agent);
     let outputs: Vec<ResponseItem> = lines
         .iter()
@@ -59,6 +66,10 @@ pub fn finish_turn(ctx: &Arc<Ctx>, agent: &Arc<Agent>, turn: u64, outcome: Outco
             lines.push(RolloutItem::TurnAborted(aborted));
             (status.clone(), status.to_string(), None)
         }
+    };
+    let result_text = match note {
+        Some(note) => format!("{result_text}\n\n{note}"),
+        None => result_text,
     };
     // The result mail goes with the end line: a result is sent exactly when its turn ended.
     let mut result = result_mail(ctx, agent, &result_text);

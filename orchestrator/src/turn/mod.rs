@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, AgentMsg, Grant, TurnControl, TurnSpan};
 use crate::ctx::Ctx;
 use crate::session::core::{Input, TurnEnd};
+use crate::worktrees::merge::turn_end_note;
 use body::Turn;
 use end::{Outcome, finish_turn};
 
@@ -130,5 +131,9 @@ async fn run_turn(
         // An interrupted turn leaves no process of its agent's running.
         agent.live.kill_all();
     }
-    finish_turn(ctx, agent, number, outcome);
+    // A worktree agent's result ends with what it changed (and, with auto_merge, what merged);
+    // the turn stays busy until that is known.
+    let completed = matches!(outcome, Outcome::Completed(_));
+    let note = turn_end_note(ctx, agent, completed).await;
+    finish_turn(ctx, agent, number, outcome, note);
 }

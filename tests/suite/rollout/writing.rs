@@ -132,6 +132,23 @@ fn every_item() -> Vec<RolloutItem> {
             request_id: "req_1".into(),
             used_by: "req_2".into(),
         }),
+        RolloutItem::Worktree(arbor_protocol::WorktreeFact::Created(
+            arbor_protocol::WorktreeCreated {
+                path: "worktrees/s/a".into(),
+                branch: "arbor/s/a".into(),
+                base: "0123456789abcdef0123456789abcdef01234567".into(),
+                source: "/w".into(),
+                prefix: "sub".into(),
+            },
+        )),
+        RolloutItem::Worktree(arbor_protocol::WorktreeFact::Merged(
+            arbor_protocol::WorktreeMerged {
+                commit: "c".into(),
+                into: "/w".into(),
+                files: vec!["a.txt".into()],
+            },
+        )),
+        RolloutItem::Worktree(arbor_protocol::WorktreeFact::Removed),
     ]
 }
 

@@ -66,6 +66,9 @@ pub(crate) struct MountPlan {
     /// Mount points below a protected path (the recursive bind brings them along writable):
     /// each remounted read-only too, with its own flags.
     submounts: Vec<(CString, c_ulong)>,
+    /// Paths inside protected ones bound again over themselves, writable (with their flags),
+    /// once the protected paths are read-only; read-only mounts below them stay read-only.
+    reopen: Vec<(CString, c_ulong)>,
     /// The working directory, entered again once the mounts are in place so that a command
     /// started inside `.git` sees the read-only mount too.
     cwd: Option<CString>,
@@ -75,6 +78,7 @@ impl MountPlan {
     pub(crate) fn new(
         strategy: MountStrategy,
         protect: &[&Path],
+        reopen: &[&Path],
         cwd: Option<&Path>,
     ) -> io::Result<Self> {
         // SAFETY: getuid and getgid cannot fail and touch no memory.
@@ -85,16 +89,21 @@ impl MountPlan {
             .filter(|mount| !read_only_already(mount))
             .map(|mount| Ok((cstring(&mount)?, remount_flags(&mount)?)))
             .collect::<io::Result<Vec<_>>>()?;
-        let protect = protect
-            .iter()
-            .map(|path| Ok((cstring(path)?, remount_flags(path)?)))
-            .collect::<io::Result<Vec<_>>>()?;
+        let with_flags = |paths: &[&Path]| {
+            paths
+                .iter()
+                .map(|path| Ok((cstring(path)?, remount_flags(path)?)))
+                .collect::<io::Result<Vec<_>>>()
+        };
+        let protect = with_flags(protect)?;
+        let reopen = with_flags(reopen)?;
         Ok(Self {
             submounts,
             strategy,
             uid_map: CString::new(format!("{uid} {uid} 1\n"))?,
             gid_map: CString::new(format!("{gid} {gid} 1\n"))?,
             protect,
+            reopen,
             cwd: cwd.map(cstring).transpose()?,
         })
     }
@@ -157,6 +166,29 @@ impl MountPlan {
                 )
             })?;
         }
+        for (path, flags) in &self.reopen {
+            // SAFETY: as above; a recursive bind of a path onto itself (read-only mounts below
+            // it come along as they are).
+            check(unsafe {
+                libc::mount(
+                    path.as_ptr(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                )
+            })?;
+            // SAFETY: as above; makes the new bind (only its top mount) writable again.
+            check(unsafe {
+                libc::mount(
+                    std::ptr::null(),
+                    path.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REMOUNT | flags,
+                    std::ptr::null(),
+                )
+            })?;
+        }
         if let Some(cwd) = &self.cwd {
             // SAFETY: a valid C string.
             check(unsafe { libc::chdir(cwd.as_ptr()) })?;
@@ -166,7 +198,7 @@ impl MountPlan {
 
     /// Whether this strategy works here: tries it on `path` in a forked child that then exits.
     pub(crate) fn probe(strategy: MountStrategy, path: &Path) -> bool {
-        let Ok(plan) = MountPlan::new(strategy, &[path], None) else {
+        let Ok(plan) = MountPlan::new(strategy, &[path], &[], None) else {
             return false;
         };
         // SAFETY: the child only makes system calls on data built before the fork, then

@@ -61,6 +61,9 @@ pub struct SandboxLauncher {
     allow_network: bool,
     /// More paths that stay read-only (the arbor home), wherever they are.
     extra_protected: Vec<PathBuf>,
+    /// The workspace stays writable even when it lies inside one of those (a worktree agent's
+    /// worktree in the home).
+    writable_workspace: bool,
     status: SandboxStatus,
     protection: Option<Protection>,
     support: Support,
@@ -154,6 +157,7 @@ impl SandboxLauncher {
             workspace,
             allow_network,
             extra_protected: Vec::new(),
+            writable_workspace: false,
             status,
             protection,
             support,
@@ -173,6 +177,36 @@ impl SandboxLauncher {
             }
         }
         self.extra_protected = paths;
+        self
+    }
+
+    /// Keeps `paths` read-only too, like [`SandboxLauncher::protecting`]; `why` says what they
+    /// are in the status notes.
+    pub fn also_read_only(mut self, paths: Vec<PathBuf>, why: &str) -> Self {
+        if self.status.enforced && self.mode == SandboxMode::WorkspaceWrite {
+            for path in &paths {
+                self.status.notes.push(format!(
+                    "{} stays read-only wherever it lies ({why})",
+                    path.display()
+                ));
+            }
+        }
+        self.extra_protected.extend(paths);
+        self
+    }
+
+    /// Keeps the workspace writable even where it lies inside a path kept read-only (a worktree
+    /// agent's worktree inside the arbor home): in the private mount namespace it is bound
+    /// again, writable, over the read-only mount, its own `.git` and `.arbor` still read-only.
+    pub fn writable_workspace(mut self) -> Self {
+        if self.status.enforced && self.mode == SandboxMode::WorkspaceWrite {
+            self.status.notes.push(format!(
+                "{} stays writable inside the read-only paths around it (the agent's own \
+                 worktree)",
+                self.workspace.display()
+            ));
+        }
+        self.writable_workspace = true;
         self
     }
 
@@ -215,7 +249,8 @@ impl SandboxLauncher {
                 .into_iter()
                 .map(canonical)
                 .collect();
-            let mut protected = protected_paths(&canonical(self.workspace.clone()), &roots);
+            let workspace = canonical(self.workspace.clone());
+            let mut protected = protected_paths(&workspace, &roots);
             for extra in &self.extra_protected {
                 let extra = canonical(extra.clone());
                 // Outside every writable root it is read-only anyway.
@@ -224,6 +259,14 @@ impl SandboxLauncher {
                     protected.push(extra);
                 }
             }
+            // A workspace inside a read-only path is bound again, writable, over it.
+            let reopen: Vec<&Path> = (self.writable_workspace
+                && protected
+                    .iter()
+                    .any(|p| workspace != *p && workspace.starts_with(p)))
+            .then_some(workspace.as_path())
+            .into_iter()
+            .collect();
             match self.protection {
                 Some(Protection::Mounts(strategy)) => {
                     let protected: Vec<&Path> = protected.iter().map(PathBuf::as_path).collect();
@@ -232,7 +275,7 @@ impl SandboxLauncher {
                         .transpose()
                         .map_err(ToolError::Mounts)?;
                     mounts = Some(
-                        MountPlan::new(strategy, &protected, cwd.as_deref())
+                        MountPlan::new(strategy, &protected, &reopen, cwd.as_deref())
                             .map_err(ToolError::Mounts)?,
                     );
                     grants.writable = roots;

@@ -1,7 +1,7 @@
 //! One entry of a transcript: a log line of an agent made readable (a message, a tool call
 //! with its arguments, a tool result, mail in or out, an approval, a turn boundary).
 
-use arbor_protocol::{ResponseItem, RolloutItem, RolloutLine, Timestamp};
+use arbor_protocol::{ResponseItem, RolloutItem, RolloutLine, Timestamp, WorktreeFact};
 use serde_json::Value;
 
 /// Body lines shown before an entry is folded.
@@ -155,6 +155,7 @@ pub fn entry_of(line: &RolloutLine) -> Option<Entry> {
             }
             (Kind::Decision, title, body)
         }
+        RolloutItem::Worktree(fact) => worktree(fact),
         RolloutItem::Usage(_)
         | RolloutItem::Status(_)
         | RolloutItem::UserMail(_)
@@ -172,6 +173,25 @@ pub fn entry_of(line: &RolloutLine) -> Option<Entry> {
         body,
         expanded: false,
     })
+}
+
+fn worktree(fact: &WorktreeFact) -> (Kind, String, Vec<String>) {
+    match fact {
+        WorktreeFact::Created(made) => (
+            Kind::Header,
+            format!("worktree on branch {}", made.branch),
+            vec![
+                format!("at {}", made.path),
+                format!("from {} of {}", made.base, made.source),
+            ],
+        ),
+        WorktreeFact::Merged(merged) => (
+            Kind::Decision,
+            format!("changes merged into {}", merged.into),
+            merged.files.clone(),
+        ),
+        WorktreeFact::Removed => (Kind::Closed, "worktree removed".to_string(), vec![]),
+    }
 }
 
 fn response(item: &ResponseItem) -> (Kind, String, Vec<String>) {
