@@ -4,7 +4,7 @@
 
 use arbor_protocol::{
     AgentStatus, ApprovalDecided, ApprovalRequested, Mail, RolloutItem, RolloutLine, SessionMeta,
-    ThreadId, Timestamp, rollout_relative_path,
+    ThreadId, Timestamp, WorktreeFact, rollout_relative_path,
 };
 
 use super::{AgentRow, LogPosition, MailRow, SessionState};
@@ -29,9 +29,14 @@ impl SessionState {
         match &line.item {
             RolloutItem::SessionMeta(meta) => self.spawned(meta, at),
             RolloutItem::Status(changed) => self.set_status(thread, changed.status.clone()),
-            RolloutItem::TurnStarted(_) => {
-                self.change(thread, |row| row.turn_open = true);
-            }
+            // A started turn means the agent runs, whenever the session's own status line
+            // for it lands: a turn's first lines may reach the log before that line does.
+            RolloutItem::TurnStarted(_) => self.change(thread, |row| {
+                row.turn_open = true;
+                if row.edge != Some(EdgeStatus::Closed) {
+                    row.record.status = AgentStatus::Running;
+                }
+            }),
             RolloutItem::TurnCompleted(done) => {
                 self.ended(thread, AgentStatus::Completed(done.last_message.clone()));
             }
@@ -78,6 +83,7 @@ impl SessionState {
                 row.usage.cached_input_tokens += usage.cached_input_tokens;
                 row.usage.output_tokens += usage.output_tokens;
             }),
+            RolloutItem::Worktree(fact) => self.worktree_fact(thread, fact, at),
             RolloutItem::ResponseItem(_) | RolloutItem::UserInterrupt(_) => {}
         }
         self.change(thread, |row| row.last_seq = seq);
@@ -109,6 +115,21 @@ impl SessionState {
         };
         self.threads.insert(meta.thread_id, row);
         self.changes.threads.insert(meta.thread_id);
+    }
+
+    fn worktree_fact(&mut self, thread: ThreadId, fact: &WorktreeFact, at: Timestamp) {
+        let changed = match (fact, self.worktrees.get_mut(&thread)) {
+            (WorktreeFact::Created(created), None) if self.threads.contains_key(&thread) => {
+                let record = crate::WorktreeRecord::created(thread, created, at);
+                self.worktrees.insert(thread, record);
+                true
+            }
+            (_, Some(record)) => record.apply(fact, at),
+            (_, None) => false,
+        };
+        if changed {
+            self.changes.worktrees.insert(thread);
+        }
     }
 
     fn set_status(&mut self, thread: ThreadId, status: AgentStatus) {

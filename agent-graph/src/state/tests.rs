@@ -152,6 +152,21 @@ fn spawn_turns_and_mail() {
 }
 
 #[test]
+fn a_started_turn_reads_running_before_the_session_status_line_lands() {
+    let mut s = Script::new();
+    s.spawn(1, None, "/root").spawn(2, Some(1), "/root/a");
+    s.mail(1, "/root/a", MailKind::Spawn, "go");
+    // The turn's own first lines reach the log before the session task's status line.
+    s.line(2, RolloutItem::TurnStarted(TurnStarted { turn: 1 }));
+    check(
+        &s,
+        "/root pending_init edge=- open=false end=- seq=3\n\
+         /root/a running edge=open open=true end=- seq=4\n\
+         mail spawn -> /root/a (go)",
+    );
+}
+
+#[test]
 fn a_turn_cut_by_a_crash_reports_process_exit_only_without_a_driver() {
     let mut s = Script::new();
     s.spawn(1, None, "/root");
@@ -371,4 +386,55 @@ fn a_committed_state_loads_back_equal() {
     let reloaded = store.load_session(tid(1)).expect("load");
     assert_eq!(reloaded.unread(tid(2)).count(), 0);
     assert_eq!(reloaded.applied.offset, 999);
+}
+
+#[test]
+fn worktree_facts_make_a_record_that_survives_the_store() {
+    use arbor_protocol::{WorktreeCreated, WorktreeFact, WorktreeMerged};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let mut s = Script::new();
+    s.spawn(1, None, "/root").spawn(2, Some(1), "/root/a");
+    let created = WorktreeCreated {
+        path: "worktrees/s/a".into(),
+        branch: "arbor/s/a".into(),
+        base: "b1".into(),
+        source: "/w".into(),
+        prefix: String::new(),
+    };
+    s.line(2, RolloutItem::Worktree(WorktreeFact::Created(created)));
+    // A fact about an agent with no worktree changes nothing.
+    s.line(1, RolloutItem::Worktree(WorktreeFact::Removed));
+    let mut state = s.state();
+    assert_eq!(state.worktrees.len(), 1);
+    store.commit(&mut state).expect("commit");
+    let merged = WorktreeMerged {
+        commit: "c1".into(),
+        into: "/w".into(),
+        files: vec!["a.txt".into()],
+    };
+    s.line(2, RolloutItem::Worktree(WorktreeFact::Merged(merged)));
+    let mut later = store.load_session(tid(1)).expect("load");
+    assert_eq!(later.worktrees, state.worktrees);
+    later.apply(s.lines.last().expect("line"), 500);
+    let record = later.worktree(tid(2)).expect("record");
+    assert_eq!(
+        (
+            record.merged.as_deref(),
+            record.removed,
+            record.branch.as_str()
+        ),
+        (Some("c1"), false, "arbor/s/a")
+    );
+    s.line(2, RolloutItem::Worktree(WorktreeFact::Removed));
+    later.apply(s.lines.last().expect("line"), 600);
+    store.commit(&mut later).expect("commit");
+    let reloaded = store.load_session(tid(1)).expect("load");
+    assert_eq!(reloaded.worktrees, later.worktrees);
+    assert!(reloaded.worktree(tid(2)).expect("record").removed);
+    assert_eq!(
+        reloaded.worktrees,
+        s.state().worktrees,
+        "rebuilt from the log alike"
+    );
 }
