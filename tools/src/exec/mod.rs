@@ -3,6 +3,7 @@
 mod args;
 mod capture;
 mod contain;
+mod contained;
 #[cfg(test)]
 mod contain_tests;
 mod env;
@@ -17,6 +18,7 @@ pub use args::{
     ExecArgsError, ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec,
     exec_tool_spec_with,
 };
+pub use contained::Contained;
 pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
 pub use group::LiveProcesses;
 pub use launcher::{Launcher, PlainLauncher, WithEnv};

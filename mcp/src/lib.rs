@@ -1,0 +1,33 @@
+//! arbor's MCP client, on the official Rust SDK (`rmcp`): the servers of `[mcp_servers.NAME]`
+//! in `config.toml` (stdio child processes or streamable HTTP), started when an agent first
+//! needs them and shared by every agent of the session, their tools offered to models as
+//! `mcp__<server>__<tool>` with the server's JSON schema (checked against what providers
+//! accept), their results rendered as bounded text.
+//!
+//! - [`config`]: the server table and its checks.
+//! - [`naming`]: tool names, schema checks, what a tool looks like to a model.
+//! - [`McpHub`] (`hub.rs`): one session's servers; [`Listing`] a server's tools.
+//! - `server.rs`: one server's life (start, share, restart once, give up, stop).
+//! - `process.rs`: a stdio server's process tree under arbor's supervisor.
+//! - `render.rs`: a call's result as model-visible text.
+//!
+//! **Invariant:** no server process outlives its session, nor arbor: every one runs under
+//! the supervisor of `arbor_tools::Contained`, which kills its whole tree when arbor lets go or
+//! dies.
+//!
+//! No I/O happens before a server is needed; no dependency on the orchestrator: it drives the
+//! hub, decides approvals and bounds outputs.
+
+pub mod config;
+mod http;
+mod hub;
+pub mod naming;
+mod process;
+mod render;
+mod server;
+
+pub use config::{RawServer, ServerConfig, Transport, servers_from_raw};
+pub use hub::McpHub;
+pub use naming::{ListedTool, McpTool, is_mcp};
+pub use render::render;
+pub use server::{Listing, MAX_STARTS};

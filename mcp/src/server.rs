@@ -1,0 +1,457 @@
+//! One configured server for one session: started when first needed and shared by every agent;
+//! its tool list fixed by its first listing (so every request offers the same tools); started
+//! at most [`MAX_STARTS`] times — after a crash or a failed start it is started once more, then
+//! its tools answer with the reason it is unavailable. Stopping kills its process tree.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use serde_json::Value;
+
+use crate::config::{ServerConfig, Transport};
+use crate::naming::{self, ListedTool, McpTool};
+use crate::process::{self, Diagnostics};
+
+/// A server is started at most this often in a session: once, and once more after it crashed
+/// or failed to start.
+pub const MAX_STARTS: u32 = 2;
+/// How long a stopping server may take to close its connection before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
+
+/// A server's tools as this session offers them, with what could not be offered.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub tools: Vec<McpTool>,
+    /// One sentence per tool left out (bad schema, bad name) or filter that names nothing.
+    pub notices: Vec<String>,
+    /// Why the server could not be listed (it did not start).
+    pub error: Option<String>,
+}
+
+/// arbor's side of the protocol: it offers no capabilities to servers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ArborClient;
+
+impl rmcp::ClientHandler for ArborClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("arbor", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// One live connection (and, for stdio, its process).
+#[derive(Debug)]
+pub(crate) struct Connection {
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ArborClient>>>,
+    process: Mutex<Option<process::Handle>>,
+    diagnostics: Arc<Diagnostics>,
+}
+
+impl Connection {
+    fn closed(&self) -> bool {
+        self.peer.is_transport_closed() || self.diagnostics.exit().is_some()
+    }
+
+    /// Closes the connection and kills the process tree.
+    async fn shutdown(&self) {
+        if let Some(mut service) = self.service.lock().await.take() {
+            let _ = service.close_with_timeout(CLOSE_GRACE).await;
+        }
+        let process = self
+            .process
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(process) = process {
+            process.kill().await;
+        }
+    }
+}
+
+enum State {
+    /// Not running: never started, or crashed with a start left.
+    Idle,
+    Running(Arc<Connection>),
+    /// Given up on, with the reason.
+    Dead(String),
+    /// The session stopped.
+    Stopped,
+}
+
+struct Slot {
+    state: State,
+    starts: u32,
+}
+
+/// One server of one session.
+pub(crate) struct Server {
+    pub(crate) config: ServerConfig,
+    workspace: PathBuf,
+    slot: tokio::sync::Mutex<Slot>,
+    listing: tokio::sync::OnceCell<Arc<Listing>>,
+    /// Things the user should hear about (starts, crashes, tools left out), taken by the caller.
+    notices: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.config.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    pub(crate) fn new(config: ServerConfig, workspace: PathBuf) -> Self {
+        Self {
+            config,
+            workspace,
+            slot: tokio::sync::Mutex::new(Slot {
+                state: State::Idle,
+                starts: 0,
+            }),
+            listing: tokio::sync::OnceCell::new(),
+            notices: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn notice(&self, message: String) {
+        self.notices
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(message);
+    }
+
+    pub(crate) fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Whether the server has been started in this session (and not given up on).
+    pub(crate) async fn running(&self) -> bool {
+        matches!(self.slot.lock().await.state, State::Running(_))
+    }
+
+    /// The tools this session offers, fixed by the first listing (which starts the server).
+    pub(crate) async fn listing(&self) -> Arc<Listing> {
+        let listing = self.listing.get_or_init(|| async {
+            let listing = self.list().await;
+            for notice in &listing.notices {
+                self.notice(notice.clone());
+            }
+            Arc::new(listing)
+        });
+        Arc::clone(listing.await)
+    }
+
+    async fn list(&self) -> Listing {
+        let conn = match self.connection().await {
+            Ok(conn) => conn,
+            Err(error) => {
+                return Listing {
+                    error: Some(error),
+                    ..Listing::default()
+                };
+            }
+        };
+        let listed = match tokio::time::timeout(
+            self.config.startup_timeout,
+            conn.peer.list_all_tools(),
+        )
+        .await
+        {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(err)) => {
+                let error = format!("it did not list its tools: {err}");
+                self.failed(&conn, &error).await;
+                return Listing {
+                    error: Some(error),
+                    ..Listing::default()
+                };
+            }
+            Err(_) => {
+                let error = format!(
+                    "it did not list its tools within {} ms (startup_timeout_ms)",
+                    self.config.startup_timeout.as_millis()
+                );
+                self.failed(&conn, &error).await;
+                return Listing {
+                    error: Some(error),
+                    ..Listing::default()
+                };
+            }
+        };
+        let listed: Vec<ListedTool> = listed.iter().map(listed_tool).collect();
+        offer_all(&self.config, &listed)
+    }
+
+    /// A live connection: the running one, or a new start if one is left.
+    async fn connection(&self) -> Result<Arc<Connection>, String> {
+        let mut slot = self.slot.lock().await;
+        loop {
+            match &slot.state {
+                State::Running(conn) if !conn.closed() => return Ok(Arc::clone(conn)),
+                State::Running(conn) => {
+                    // It died between two calls.
+                    let conn = Arc::clone(conn);
+                    let why = format!("it exited{}", conn.diagnostics.describe(false));
+                    conn.shutdown().await;
+                    slot.state = self.after_failure(slot.starts, &why);
+                }
+                State::Dead(why) => return Err(self.unavailable(why)),
+                State::Stopped => {
+                    return Err(format!(
+                        "mcp server `{}` is stopped: the session is ending",
+                        self.name()
+                    ));
+                }
+                State::Idle => {
+                    slot.starts += 1;
+                    let attempt = slot.starts;
+                    match self.start().await {
+                        Ok(conn) => {
+                            if attempt > 1 {
+                                self.notice(format!(
+                                    "mcp server `{}` restarted (start {attempt} of {MAX_STARTS})",
+                                    self.name()
+                                ));
+                            }
+                            slot.state = State::Running(Arc::clone(&conn));
+                            return Ok(conn);
+                        }
+                        Err(why) => {
+                            slot.state = self.after_failure(attempt, &why);
+                            return Err(match &slot.state {
+                                State::Dead(why) => self.unavailable(why),
+                                _ => format!(
+                                    "mcp server `{}` did not start: {why}; it is started again at the next call",
+                                    self.name()
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The state after a crash or a failed start, with a notice.
+    fn after_failure(&self, starts: u32, why: &str) -> State {
+        if starts >= MAX_STARTS {
+            self.notice(format!(
+                "mcp server `{}` is unavailable for the rest of the session: {why}",
+                self.name()
+            ));
+            State::Dead(format!("{why} (it was started {starts} times)"))
+        } else {
+            self.notice(format!("mcp server `{}` failed: {why}", self.name()));
+            State::Idle
+        }
+    }
+
+    fn unavailable(&self, why: &str) -> String {
+        format!(
+            "mcp server `{}` is unavailable in this session: {why}",
+            self.name()
+        )
+    }
+
+    /// Marks `conn` as failed (if it is still the running one) and kills it.
+    async fn failed(&self, conn: &Arc<Connection>, why: &str) {
+        let mut slot = self.slot.lock().await;
+        if let State::Running(running) = &slot.state
+            && Arc::ptr_eq(running, conn)
+        {
+            slot.state = self.after_failure(slot.starts, why);
+        }
+        drop(slot);
+        conn.shutdown().await;
+    }
+
+    /// Starts the server and completes the protocol's handshake, within the startup timeout.
+    async fn start(&self) -> Result<Arc<Connection>, String> {
+        let diagnostics = Arc::new(Diagnostics::default());
+        let timeout = self.config.startup_timeout;
+        let late = |diagnostics: &Diagnostics| {
+            format!(
+                "it did not answer `initialize` within {} ms (startup_timeout_ms){}",
+                timeout.as_millis(),
+                diagnostics.describe(true)
+            )
+        };
+        match &self.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let process = process::spawn(
+                    command,
+                    args,
+                    env,
+                    cwd.as_deref(),
+                    &self.workspace,
+                    &diagnostics,
+                )
+                .await?;
+                let process::Process {
+                    stdout,
+                    stdin,
+                    handle,
+                } = process;
+                let served =
+                    tokio::time::timeout(timeout, ArborClient.serve((stdout, stdin))).await;
+                match served {
+                    Ok(Ok(service)) => Ok(Arc::new(Connection {
+                        peer: service.peer().clone(),
+                        service: tokio::sync::Mutex::new(Some(service)),
+                        process: Mutex::new(Some(handle)),
+                        diagnostics,
+                    })),
+                    Ok(Err(err)) => {
+                        let why =
+                            format!("the handshake failed: {err}{}", diagnostics.describe(true));
+                        handle.kill().await;
+                        Err(why)
+                    }
+                    Err(_) => {
+                        let why = late(&diagnostics);
+                        handle.kill().await;
+                        Err(why)
+                    }
+                }
+            }
+            Transport::Http {
+                url,
+                bearer_token_env_var,
+            } => {
+                let transport = crate::http::transport(url, bearer_token_env_var.as_deref())?;
+                match tokio::time::timeout(timeout, ArborClient.serve(transport)).await {
+                    Ok(Ok(service)) => Ok(Arc::new(Connection {
+                        peer: service.peer().clone(),
+                        service: tokio::sync::Mutex::new(Some(service)),
+                        process: Mutex::new(None),
+                        diagnostics,
+                    })),
+                    Ok(Err(err)) => Err(format!("the handshake with {url} failed: {err}")),
+                    Err(_) => Err(late(&diagnostics)),
+                }
+            }
+        }
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object or nothing); the model-visible result.
+    pub(crate) async fn call(&self, tool: &str, arguments: Option<Value>) -> Result<String, String> {
+        let arguments = match arguments {
+            None => None,
+            Some(Value::Object(map)) => Some(map),
+            Some(_) => return Err("the arguments must be one JSON object".to_string()),
+        };
+        let conn = self.connection().await?;
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let timeout = self.config.tool_timeout;
+        // Dropping the request (a timeout, an interrupted turn) tells the server to cancel it.
+        match tokio::time::timeout(timeout, conn.peer.call_tool(params)).await {
+            Err(_) => Err(format!(
+                "mcp server `{}` did not answer `{tool}` within {} ms (tool_timeout_ms); the call was cancelled",
+                self.name(),
+                timeout.as_millis()
+            )),
+            Ok(Ok(result)) => match serde_json::to_value(&result) {
+                Ok(value) => crate::render::render(&value),
+                Err(err) => Err(format!("the result could not be read: {err}")),
+            },
+            Ok(Err(ServiceError::McpError(error))) => Err(format!(
+                "mcp server `{}` refused the call: {}",
+                self.name(),
+                error.message
+            )),
+            Ok(Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                // Give the process watcher a moment to see the exit, for the message.
+                let why = format!("it exited{}", self.exit_reason(&conn).await);
+                self.failed(&conn, &why).await;
+                let next = if matches!(self.slot.lock().await.state, State::Dead(_)) {
+                    "it is not started again in this session"
+                } else {
+                    "it is started again at the next call"
+                };
+                tracing::debug!(error = %err, server = self.name(), "mcp call failed");
+                Err(format!(
+                    "mcp server `{}` stopped during `{tool}`: {why}; whether the call took effect is unknown; {next}",
+                    self.name()
+                ))
+            }
+            Ok(Err(err)) => Err(format!("mcp server `{}`: {err}", self.name())),
+        }
+    }
+
+    async fn exit_reason(&self, conn: &Connection) -> String {
+        for _ in 0..20 {
+            if conn.diagnostics.exit().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        conn.diagnostics.describe(false)
+    }
+
+    /// Stops the server for good (the session ends): its process tree is killed.
+    pub(crate) async fn stop(&self) {
+        let mut slot = self.slot.lock().await;
+        let previous = std::mem::replace(&mut slot.state, State::Stopped);
+        drop(slot);
+        if let State::Running(conn) = previous {
+            conn.shutdown().await;
+        }
+    }
+}
+
+/// Offers every listed tool that passes the filters and the checks; the rest become notices.
+pub(crate) fn offer_all(config: &ServerConfig, listed: &[ListedTool]) -> Listing {
+    let mut listing = Listing::default();
+    for tool in listed {
+        match naming::offer(config, tool) {
+            Ok(Some(tool)) => listing.tools.push(tool),
+            Ok(None) => {}
+            Err(notice) => listing
+                .notices
+                .push(format!("mcp server `{}`: {notice}", config.name)),
+        }
+    }
+    for name in config.enabled_tools.iter().flatten() {
+        if !listed.iter().any(|tool| &tool.name == name) {
+            listing.notices.push(format!(
+                "mcp server `{}`: enabled_tools names `{name}`, which the server does not offer",
+                config.name
+            ));
+        }
+    }
+    listing
+}
+
+fn listed_tool(tool: &rmcp::model::Tool) -> ListedTool {
+    ListedTool {
+        name: tool.name.to_string(),
+        description: tool.description.as_ref().map(ToString::to_string),
+        input_schema: Value::Object((*tool.input_schema).clone()),
+        read_only: tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.read_only_hint)
+            .unwrap_or(false),
+    }
+}
