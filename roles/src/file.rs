@@ -260,7 +260,11 @@ mod tests {
                 "tools = [\"exec_command\", \"rm_rf\"]",
                 "field `tools`: unknown tool `rm_rf`, expected one of spawn_agent, send_message, \
                  followup_task, wait_agent, list_agents, close_agent, interrupt_agent, \
-                 exec_command, apply_patch",
+                 exec_command, apply_patch or an MCP pattern `mcp__SERVER__TOOL`",
+            ),
+            (
+                "tools = [\"mcp__fs.x\"]",
+                "field `tools`: MCP pattern `mcp__fs.x` may use only letters, digits, `_`, `-` and `*`",
             ),
             (
                 "tools = [\"exec_command\", \"exec_command\"]",
