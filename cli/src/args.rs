@@ -105,6 +105,9 @@ pub struct RunOptions {
     /// Token budget for the whole tree: once used up, no new turn starts anywhere.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub budget_tokens: Option<u64>,
+    /// Leave the AGENTS.md files of the repository out of the agents' instructions.
+    #[arg(long)]
+    pub no_project_docs: bool,
 }
 
 #[derive(Debug, Args)]

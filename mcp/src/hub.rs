@@ -66,6 +66,11 @@ impl McpHub {
             .collect()
     }
 
+    /// The listing of `server`, if it has been listed (nothing is started).
+    pub fn listed(&self, server: &str) -> Option<Arc<Listing>> {
+        self.server(server).and_then(|server| server.listed())
+    }
+
     /// The tool a model calls by its qualified name, as this session offers it (listing its
     /// server first if no agent has yet). The error is for the model.
     pub async fn tool(&self, qualified: &str) -> Result<McpTool, String> {

@@ -17,15 +17,24 @@ pub fn render(result: &Value) -> Result<String, String> {
         parts.push(render_block(block));
     }
     if let Some(structured) = result.get("structuredContent") {
-        // Servers are asked to repeat structured content as text: say it once.
-        let repeated = blocks.iter().any(|block| {
-            block.get("type").and_then(Value::as_str) == Some("text")
-                && block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .and_then(|text| serde_json::from_str::<Value>(text).ok())
-                    .is_some_and(|parsed| &parsed == structured)
+        // Servers are asked to repeat structured content as text: say it once. It is repeated
+        // when a text block is its JSON, or when it is one field holding the text.
+        let texts: Vec<&str> = blocks
+            .iter()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect();
+        let wrapped = structured.as_object().is_some_and(|fields| {
+            let mut values = fields.values();
+            match (values.next(), values.next()) {
+                (Some(Value::String(only)), None) => texts.join("\n") == *only,
+                _ => false,
+            }
         });
+        let repeated = wrapped
+            || texts.iter().any(|text| {
+                serde_json::from_str::<Value>(text).is_ok_and(|parsed| &parsed == structured)
+            });
         if !repeated {
             parts.push(format!("structured content: {structured}"));
         }
@@ -107,6 +116,9 @@ mod tests {
         let out = render(&json!({"content": [{"type": "text", "text": "{\"a\": 1}"}],
             "structuredContent": {"a": 1}}));
         assert_eq!(out.expect("ok"), "{\"a\": 1}");
+        let out = render(&json!({"content": [{"type": "text", "text": "[FILE] a"}],
+            "structuredContent": {"content": "[FILE] a"}}));
+        assert_eq!(out.expect("ok"), "[FILE] a");
     }
 
     #[test]

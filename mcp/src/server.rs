@@ -142,6 +142,11 @@ impl Server {
         matches!(self.slot.lock().await.state, State::Running(_))
     }
 
+    /// The listing, if the server has been listed.
+    pub(crate) fn listed(&self) -> Option<Arc<Listing>> {
+        self.listing.get().cloned()
+    }
+
     /// The tools this session offers, fixed by the first listing (which starts the server).
     pub(crate) async fn listing(&self) -> Arc<Listing> {
         let listing = self.listing.get_or_init(|| async {

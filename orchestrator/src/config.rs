@@ -89,6 +89,11 @@ pub struct RunConfig {
     /// The configured models by name. When any are, they are the models agents may use: a
     /// `spawn_agent` naming another is refused.
     pub models: std::collections::BTreeMap<String, ModelSettings>,
+    /// The MCP servers of `[mcp_servers]`: started when an agent first needs them.
+    pub mcp_servers: Vec<arbor_mcp::ServerConfig>,
+    /// Join the `AGENTS.md` files from the repository root down to each agent's cwd into its
+    /// instructions (`--no-project-docs` turns it off).
+    pub project_docs: bool,
 }
 
 impl RunConfig {
@@ -120,6 +125,8 @@ impl RunConfig {
             shell_environment: std::sync::Arc::default(),
             max_output_tokens: None,
             models: std::collections::BTreeMap::new(),
+            mcp_servers: Vec::new(),
+            project_docs: true,
         }
     }
 

@@ -17,6 +17,7 @@ mod legacy;
 mod lifecycle;
 mod mail;
 pub mod open;
+mod project_docs;
 mod projection;
 mod registry;
 mod residency;
@@ -427,6 +428,8 @@ impl Orchestrator {
                 "agent tasks did not stop in time"
             );
         }
+        // No MCP server (nor anything it started) outlives the session.
+        tools::mcp::stop(&self.inner).await;
         let (log, projection, store) = (
             self.inner.log.clone(),
             Arc::clone(&self.inner.projection),

@@ -68,6 +68,10 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         Some(parent) => parent.token.child_token(),
         None => inner.root_token.child_token(),
     };
+    inner.project_docs.preload(vec![new.cwd.clone()]).await;
+    let instructions = inner
+        .project_docs
+        .instructions(new.role, &new.cwd, new.internal);
     let identity = Identity {
         id,
         path: new.path.clone(),
@@ -80,7 +84,7 @@ pub async fn create_agent(inner: &Arc<Inner>, new: NewAgent<'_>) -> Result<Arc<A
         caps: new.caps,
         cwd: new.cwd,
         rollout_path: rollout,
-        instructions: instructions_for(new.role),
+        instructions,
         internal: new.internal,
     };
     let agent = Agent::new(identity, token, AgentStatus::PendingInit, inner.log.clone());

@@ -15,7 +15,6 @@ use arbor_roles::{Capabilities, RoleSet};
 use arbor_rollout::log::SessionLog;
 
 use crate::agent::{Agent, Identity};
-use crate::lifecycle::instructions_for;
 use crate::open::{Reconciled, log_path_of, reconcile};
 use crate::projection::Projection;
 use crate::runtime::{Inner, Session};
@@ -129,6 +128,8 @@ impl Orchestrator {
                 "took over the lease of process {pid}, which is gone"
             ));
         }
+        let cwds = state.threads.values().map(|row| PathBuf::from(&row.record.cwd));
+        inner.project_docs.preload(cwds.collect()).await;
         let registered = register_tree(&inner, &state, &mut notices);
         let root = registered
             .get(&loaded.root.id)
@@ -263,7 +264,11 @@ fn register(
         caps,
         cwd: PathBuf::from(&record.cwd),
         rollout_path: inner.config.home.join(&record.rollout_path),
-        instructions: instructions_for(&role),
+        instructions: inner.project_docs.instructions(
+            &role,
+            std::path::Path::new(&record.cwd),
+            record.role == arbor_roles::GUARDIAN_ROLE,
+        ),
         internal: record.role == arbor_roles::GUARDIAN_ROLE,
     };
     let token = match parent {

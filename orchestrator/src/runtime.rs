@@ -61,6 +61,10 @@ pub struct Inner {
     pub(crate) accepting: std::sync::atomic::AtomicBool,
     /// Why the session is stopping (`user_interrupt`, `parent_exit`), for aborted turns.
     stop_reason: Mutex<Option<String>>,
+    /// The session's MCP servers and the tools agents are offered from them.
+    pub mcp: crate::tools::mcp::McpTools,
+    /// `AGENTS.md` instructions by directory, read once per session.
+    pub(crate) project_docs: crate::project_docs::ProjectDocs,
 }
 
 impl std::fmt::Debug for Inner {
@@ -83,7 +87,11 @@ impl Inner {
     ) -> Self {
         let approvals = Approvals::new(policy, config.allow_network, config.approval_terminal)
             .protecting_home(&config.home);
+        let mcp = crate::tools::mcp::McpTools::new(&config);
+        let project_docs = crate::project_docs::ProjectDocs::new(config.project_docs);
         Self {
+            mcp,
+            project_docs,
             approvals,
             config,
             session_id: session.id,

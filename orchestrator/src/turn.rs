@@ -103,6 +103,8 @@ async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
 }
 
 async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
+    // The agent's MCP servers are listed before its first request (its tool list needs them).
+    tools::mcp::prepare(inner, agent).await;
     // Responses cut at the output limit without a call, one after another.
     let mut cut_in_a_row = 0;
     for _ in 0..inner.config.max_turn_responses {

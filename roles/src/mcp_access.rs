@@ -12,7 +12,7 @@
 pub const MCP_PREFIX: &str = "mcp__";
 
 /// One role's say over MCP tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct McpGate {
     /// The role's `mcp__…` patterns; `None` when its allow-list names none.
     pub patterns: Option<Vec<String>>,

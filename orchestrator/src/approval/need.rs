@@ -128,7 +128,7 @@ fn trusted(evaluation: &Evaluation) -> bool {
 }
 
 /// `rule `git push` (talks to the remote)` for the first match with `decision`.
-fn rule_text(evaluation: &Evaluation, decision: Decision) -> String {
+pub(super) fn rule_text(evaluation: &Evaluation, decision: Decision) -> String {
     match evaluation
         .matches
         .iter()
@@ -187,7 +187,7 @@ pub fn override_key(requester: &AgentPath, args: &ExecArgs, workdir: &Path) -> O
 }
 
 /// The override key of a stored request (for an answer given from outside the runtime).
-/// `None` for an action that is neither an `exec_command` nor an `apply_patch`.
+/// `None` for an action that is not an `exec_command`, an `apply_patch` or an MCP call.
 pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
     let action = &record.action;
     if action["tool"] == "apply_patch" {
@@ -196,6 +196,9 @@ pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
             action["patch"].as_str()?,
             Path::new(action["cwd"].as_str()?),
         ));
+    }
+    if action["tool"].as_str().is_some_and(arbor_mcp::is_mcp) {
+        return super::mcp::record_key(record);
     }
     if action["tool"] != "exec_command" {
         return None;

@@ -2,6 +2,7 @@
 //! one response (tree calls in call order, slow calls concurrently, results in call order).
 
 pub mod manage;
+pub mod mcp;
 mod messaging;
 pub mod spawn;
 pub mod specs;
@@ -69,12 +70,13 @@ pub async fn run_calls(
 
 /// Tools that may run concurrently with everything else (and start while a response streams).
 pub fn is_slow(name: &str) -> bool {
-    matches!(name, "exec_command" | "apply_patch" | "wait_agent")
+    matches!(name, "exec_command" | "apply_patch" | "wait_agent") || arbor_mcp::is_mcp(name)
 }
 
 /// Runs one call and returns the model-visible output (bounded).
 pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> String {
-    let result = if !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
+    let mcp = arbor_mcp::is_mcp(&call.name);
+    let result = if !mcp && !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
         Err(format!(
             "tool `{}` is not available to this agent",
             call.name
@@ -92,6 +94,7 @@ pub async fn dispatch(inner: &Arc<Inner>, agent: &Arc<Agent>, call: &Call) -> St
             "interrupt_agent" => manage::interrupt_agent(inner, agent, &call.arguments),
             "exec_command" => work::exec_command(inner, agent, &call.arguments).await,
             "apply_patch" => work::apply_patch(inner, agent, &call.arguments).await,
+            _ if mcp => mcp::call(inner, agent, call).await,
             other => Err(format!("unknown tool `{other}`")),
         }
     };
@@ -125,9 +128,11 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T,
 /// The tools an agent is offered, in its role's stable order. Built once per distinct tool
 /// list and shared by every request of every agent that has it.
 pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
-    inner.tool_specs(&agent.identity.caps.tools, || {
+    let mut key = agent.identity.caps.tools.clone();
+    key.extend(inner.mcp.spec_key(agent));
+    inner.tool_specs(&key, || {
         let mut messaging = specs::messaging_tools();
-        agent
+        let mut specs: Vec<ToolSpec> = agent
             .identity
             .caps
             .tools
@@ -141,7 +146,10 @@ pub fn specs_for(inner: &Inner, agent: &Agent) -> Arc<Vec<ToolSpec>> {
                     .position(|spec| spec.name == other)
                     .map(|at| messaging.swap_remove(at)),
             })
-            .collect()
+            .collect();
+        let added = mcp::specs(inner, agent, specs.len());
+        specs.extend(added);
+        specs
     })
 }
 

@@ -49,7 +49,7 @@ pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str
 }
 
 /// Waits until everything appended so far is on disk; a failed log refuses the side effect.
-async fn durable_now(inner: &Inner) -> Result<(), String> {
+pub(super) async fn durable_now(inner: &Inner) -> Result<(), String> {
     let upto = inner.log.appended();
     inner
         .log
