@@ -19,14 +19,33 @@ use crate::config::{expand, server_cwd};
 const TAIL_BYTES: usize = 1024;
 
 /// What a server printed last and how it ended, for error messages.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Diagnostics {
     stderr: Mutex<Vec<u8>>,
     stdout: Mutex<Vec<u8>>,
     exit: Mutex<Option<String>>,
+    /// True once the process has exited (a child of it may still hold its stdout open).
+    exited: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for Diagnostics {
+    fn default() -> Self {
+        Self {
+            stderr: Mutex::default(),
+            stdout: Mutex::default(),
+            exit: Mutex::default(),
+            exited: tokio::sync::watch::Sender::new(false),
+        }
+    }
 }
 
 impl Diagnostics {
+    /// Resolves once the process has exited; never for a server without a process.
+    pub(crate) async fn exited(&self) {
+        let mut exited = self.exited.subscribe();
+        let _ = exited.wait_for(|exited| *exited).await;
+    }
+
     fn push(buffer: &Mutex<Vec<u8>>, bytes: &[u8]) {
         let mut tail = buffer.lock().unwrap_or_else(PoisonError::into_inner);
         tail.extend_from_slice(bytes);
@@ -150,6 +169,7 @@ pub(crate) async fn spawn(
                     Err(err) => format!("its supervisor failed: {err}"),
                 };
                 *watched.exit.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
+                watched.exited.send_replace(true);
                 // What it left running dies with it, once arbor lets go of the server.
                 let _ = (&mut stopped).await;
                 contained.kill().await;

@@ -75,6 +75,37 @@ impl Connection {
     }
 }
 
+/// Why no connection could be had.
+enum Unavailable {
+    /// Given up on for the session, with the reason.
+    Dead(String),
+    /// This start failed; one is left.
+    Failed(String),
+    /// The session is ending.
+    Stopped,
+}
+
+impl Unavailable {
+    /// The reason alone (for a listing).
+    fn why(&self) -> String {
+        match self {
+            Self::Dead(why) | Self::Failed(why) => why.clone(),
+            Self::Stopped => "the session is ending".to_string(),
+        }
+    }
+
+    /// What a call's model reads.
+    fn message(&self, server: &str) -> String {
+        match self {
+            Self::Dead(why) => format!("mcp server `{server}` is unavailable in this session: {why}"),
+            Self::Failed(why) => format!(
+                "mcp server `{server}` did not start: {why}; it is started again at the next call"
+            ),
+            Self::Stopped => format!("mcp server `{server}` is stopped: the session is ending"),
+        }
+    }
+}
+
 enum State {
     /// Not running: never started, or crashed with a start left.
     Idle,
@@ -162,9 +193,9 @@ impl Server {
     async fn list(&self) -> Listing {
         let conn = match self.connection().await {
             Ok(conn) => conn,
-            Err(error) => {
+            Err(unavailable) => {
                 return Listing {
-                    error: Some(error),
+                    error: Some(unavailable.why()),
                     ..Listing::default()
                 };
             }
@@ -201,7 +232,7 @@ impl Server {
     }
 
     /// A live connection: the running one, or a new start if one is left.
-    async fn connection(&self) -> Result<Arc<Connection>, String> {
+    async fn connection(&self) -> Result<Arc<Connection>, Unavailable> {
         let mut slot = self.slot.lock().await;
         loop {
             match &slot.state {
@@ -213,13 +244,8 @@ impl Server {
                     conn.shutdown().await;
                     slot.state = self.after_failure(slot.starts, &why);
                 }
-                State::Dead(why) => return Err(self.unavailable(why)),
-                State::Stopped => {
-                    return Err(format!(
-                        "mcp server `{}` is stopped: the session is ending",
-                        self.name()
-                    ));
-                }
+                State::Dead(why) => return Err(Unavailable::Dead(why.clone())),
+                State::Stopped => return Err(Unavailable::Stopped),
                 State::Idle => {
                     slot.starts += 1;
                     let attempt = slot.starts;
@@ -237,11 +263,8 @@ impl Server {
                         Err(why) => {
                             slot.state = self.after_failure(attempt, &why);
                             return Err(match &slot.state {
-                                State::Dead(why) => self.unavailable(why),
-                                _ => format!(
-                                    "mcp server `{}` did not start: {why}; it is started again at the next call",
-                                    self.name()
-                                ),
+                                State::Dead(why) => Unavailable::Dead(why.clone()),
+                                _ => Unavailable::Failed(why),
                             });
                         }
                     }
@@ -262,13 +285,6 @@ impl Server {
             self.notice(format!("mcp server `{}` failed: {why}", self.name()));
             State::Idle
         }
-    }
-
-    fn unavailable(&self, why: &str) -> String {
-        format!(
-            "mcp server `{}` is unavailable in this session: {why}",
-            self.name()
-        )
     }
 
     /// Marks `conn` as failed (if it is still the running one) and kills it.
@@ -363,14 +379,25 @@ impl Server {
             Some(Value::Object(map)) => Some(map),
             Some(_) => return Err("the arguments must be one JSON object".to_string()),
         };
-        let conn = self.connection().await?;
+        let conn = self
+            .connection()
+            .await
+            .map_err(|unavailable| unavailable.message(self.name()))?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
         }
         let timeout = self.config.tool_timeout;
         // Dropping the request (a timeout, an interrupted turn) tells the server to cancel it.
-        match tokio::time::timeout(timeout, conn.peer.call_tool(params)).await {
+        // A server that exits fails the call at once, even if something it started still
+        // holds its stdout open.
+        let answered = async {
+            tokio::select! {
+                result = conn.peer.call_tool(params) => result,
+                () = conn.diagnostics.exited() => Err(ServiceError::TransportClosed),
+            }
+        };
+        match tokio::time::timeout(timeout, answered).await {
             Err(_) => Err(format!(
                 "mcp server `{}` did not answer `{tool}` within {} ms (tool_timeout_ms); the call was cancelled",
                 self.name(),

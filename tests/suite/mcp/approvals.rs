@@ -1,0 +1,1 @@
+//! Approvals of MCP calls.
