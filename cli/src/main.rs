@@ -8,6 +8,7 @@ mod doctor;
 mod error;
 mod exec;
 mod logtext;
+mod mcp;
 mod output;
 mod outside;
 mod prompt;
@@ -102,5 +103,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Approve(args) => approvals::answer(&home, &args, true),
         Command::Deny(args) => approvals::answer(&home, &args, false),
         Command::Trust(args) => trust::trust(&home, &args),
+        Command::Mcp(args) => match args.command {
+            args::McpCommand::List(args) => runtime()?.block_on(mcp::list(&home, &args)),
+        },
+        Command::McpServer => runtime()?.block_on(mcp::serve(home)),
     }
 }

@@ -5,6 +5,7 @@ mod approvals;
 mod everything;
 mod filesystem;
 mod misbehaving;
+mod server;
 
 use std::path::Path;
 use std::time::Duration;
