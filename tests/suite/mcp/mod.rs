@@ -4,6 +4,7 @@
 mod approvals;
 mod everything;
 mod filesystem;
+mod list;
 mod misbehaving;
 mod server;
 
