@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::cache::ToolCache;
 use crate::config::ServerConfig;
 use crate::naming::{self, McpTool};
 use crate::server::{Listing, Server};
@@ -19,11 +20,21 @@ pub struct McpHub {
 
 impl McpHub {
     /// The servers of `configs`, none started; stdio servers run in `workspace` by default.
-    pub fn new(configs: Vec<ServerConfig>, workspace: PathBuf) -> Self {
+    /// With `cache`, tool lists are cached there, and offered from it when `offer_cached`
+    /// (so no server starts until one of its tools is called).
+    pub fn new(
+        configs: Vec<ServerConfig>,
+        workspace: PathBuf,
+        cache: Option<ToolCache>,
+        offer_cached: bool,
+    ) -> Self {
         Self {
             servers: configs
                 .into_iter()
-                .map(|config| Arc::new(Server::new(config, workspace.clone())))
+                .map(|config| {
+                    let cache = cache.clone().map(|cache| (cache, offer_cached));
+                    Arc::new(Server::new(config, workspace.clone(), cache))
+                })
                 .collect(),
         }
     }
@@ -72,7 +83,8 @@ impl McpHub {
     }
 
     /// The tool a model calls by its qualified name, as this session offers it (listing its
-    /// server first if no agent has yet). The error is for the model.
+    /// server first if no agent has yet; starting it if its tools came from the cache, to
+    /// check the tool against what it offers now). The error is for the model.
     pub async fn tool(&self, qualified: &str) -> Result<McpTool, String> {
         let Some((server_name, tool_name)) = naming::split(qualified) else {
             return Err(format!("unknown tool `{qualified}`"));
@@ -88,14 +100,15 @@ impl McpHub {
                 "mcp server `{server_name}` is unavailable in this session: {error}"
             ));
         }
-        listing
+        let offered = listing
             .tools
             .iter()
             .find(|tool| tool.name == tool_name)
             .cloned()
             .ok_or_else(|| {
                 format!("tool `{qualified}` is not offered: mcp server `{server_name}` has no tool `{tool_name}` in this session")
-            })
+            })?;
+        server.current(&offered).await
     }
 
     /// Calls `tool` with the model's `arguments` text; the model-visible result (unbounded:

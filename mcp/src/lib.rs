@@ -10,6 +10,8 @@
 //! - `server.rs`: one server's life (start, share, restart once, give up, stop).
 //! - `process.rs`: a stdio server's process tree under arbor's supervisor.
 //! - `render.rs`: a call's result as model-visible text.
+//! - `cache.rs`: the tool lists servers last gave, so a session offers them without starting
+//!   anything; a server starts when one of its tools is first called.
 //!
 //! **Invariant:** no server process outlives its session, nor arbor: every one runs under
 //! the supervisor of `arbor_tools::Contained`, which kills its whole tree when arbor lets go or
@@ -18,6 +20,7 @@
 //! No I/O happens before a server is needed; no dependency on the orchestrator: it drives the
 //! hub, decides approvals and bounds outputs.
 
+mod cache;
 pub mod config;
 mod http;
 mod hub;
@@ -26,6 +29,7 @@ mod process;
 mod render;
 mod server;
 
+pub use cache::ToolCache;
 pub use config::{RawServer, ServerConfig, Transport, servers_from_raw};
 pub use hub::McpHub;
 pub use naming::{ListedTool, McpTool, is_mcp};

@@ -12,6 +12,7 @@ use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Imple
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use serde_json::Value;
 
+use crate::cache::ToolCache;
 use crate::config::{ServerConfig, Transport};
 use crate::naming::{self, ListedTool, McpTool};
 use crate::process::{self, Diagnostics};
@@ -30,6 +31,8 @@ pub struct Listing {
     pub notices: Vec<String>,
     /// Why the server could not be listed (it did not start).
     pub error: Option<String>,
+    /// The tools came from the cache: the server has not been started for them.
+    pub cached: bool,
 }
 
 /// arbor's side of the protocol: it offers no capabilities to servers.
@@ -125,6 +128,11 @@ struct Slot {
 pub(crate) struct Server {
     pub(crate) config: ServerConfig,
     workspace: PathBuf,
+    /// Where tool lists are cached, and whether a listing may come from there.
+    cache: Option<(ToolCache, bool)>,
+    fingerprint: String,
+    /// What the started server listed, when its listing came from the cache.
+    live: tokio::sync::OnceCell<Result<Vec<ListedTool>, String>>,
     slot: tokio::sync::Mutex<Slot>,
     listing: tokio::sync::OnceCell<Arc<Listing>>,
     /// Things the user should hear about (starts, crashes, tools left out), taken by the caller.
@@ -140,10 +148,17 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    pub(crate) fn new(config: ServerConfig, workspace: PathBuf) -> Self {
+    pub(crate) fn new(
+        config: ServerConfig,
+        workspace: PathBuf,
+        cache: Option<(ToolCache, bool)>,
+    ) -> Self {
         Self {
+            fingerprint: crate::cache::fingerprint(&config),
             config,
             workspace,
+            cache,
+            live: tokio::sync::OnceCell::new(),
             slot: tokio::sync::Mutex::new(Slot {
                 state: State::Idle,
                 starts: 0,
@@ -191,6 +206,18 @@ impl Server {
     }
 
     async fn list(&self) -> Listing {
+        if let Some((cache, true)) = &self.cache {
+            let (cache, name, print) = (cache.clone(), self.name().to_string(), self.fingerprint.clone());
+            let cached = tokio::task::spawn_blocking(move || cache.load(&name, &print))
+                .await
+                .ok()
+                .flatten();
+            if let Some(tools) = cached {
+                let mut listing = offer_all(&self.config, &tools);
+                listing.cached = true;
+                return listing;
+            }
+        }
         let conn = match self.connection().await {
             Ok(conn) => conn,
             Err(unavailable) => {
@@ -228,7 +255,75 @@ impl Server {
             }
         };
         let listed: Vec<ListedTool> = listed.iter().map(listed_tool).collect();
+        self.remember(&listed).await;
         offer_all(&self.config, &listed)
+    }
+
+    /// Caches what the server listed; true when it differs from what was cached.
+    async fn remember(&self, listed: &[ListedTool]) -> bool {
+        let Some((cache, _)) = &self.cache else {
+            return false;
+        };
+        let (cache, name, print) = (cache.clone(), self.name().to_string(), self.fingerprint.clone());
+        let listed = listed.to_vec();
+        tokio::task::spawn_blocking(move || cache.store(&name, &print, &listed))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// `tool` as offered, checked against the running server when the offer came from the
+    /// cache: the server is started (it is needed now), lists its tools once, and a tool it
+    /// no longer has, or no longer marks read-only, is refused or judged by what it says now.
+    pub(crate) async fn current(&self, tool: &McpTool) -> Result<McpTool, String> {
+        let listing = self.listing().await;
+        if !listing.cached {
+            return Ok(tool.clone());
+        }
+        let live = self
+            .live
+            .get_or_init(|| async {
+                let conn = self
+                    .connection()
+                    .await
+                    .map_err(|unavailable| unavailable.message(self.name()))?;
+                let listed = tokio::time::timeout(
+                    self.config.startup_timeout,
+                    conn.peer.list_all_tools(),
+                )
+                .await
+                .map_err(|_| {
+                    format!(
+                        "mcp server `{}` did not list its tools within {} ms (startup_timeout_ms)",
+                        self.name(),
+                        self.config.startup_timeout.as_millis()
+                    )
+                })?
+                .map_err(|err| format!("mcp server `{}` did not list its tools: {err}", self.name()))?;
+                let listed: Vec<ListedTool> = listed.iter().map(listed_tool).collect();
+                if self.remember(&listed).await {
+                    self.notice(format!(
+                        "mcp server `{}` lists other tools than it did when they were cached; this session keeps the tools it offered, the new list applies from the next session",
+                        self.name()
+                    ));
+                }
+                Ok(listed)
+            })
+            .await;
+        let live = match live {
+            Ok(live) => live,
+            Err(error) => return Err(error.clone()),
+        };
+        match live.iter().find(|listed| listed.name == tool.name) {
+            Some(now) => Ok(McpTool {
+                read_only: tool.read_only && now.read_only,
+                ..tool.clone()
+            }),
+            None => Err(format!(
+                "tool `{}` is no longer offered by mcp server `{}`: its tools changed since they were cached (the new list applies from the next session)",
+                tool.qualified,
+                self.name()
+            )),
+        }
     }
 
     /// A live connection: the running one, or a new start if one is left.

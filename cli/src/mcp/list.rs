@@ -25,7 +25,9 @@ pub async fn list(home: &Path, args: &McpListArgs) -> Result<u8, CliError> {
     let file = crate::config::load(home, &workspace)?;
     let servers = arbor_mcp::servers_from_raw(&file.mcp_servers)
         .map_err(|message| CliError::usage(format!("config: {message}")))?;
-    let hub = McpHub::new(servers, workspace);
+    // Every server is started (that is what the listing is for), and its tools cached.
+    let cache = arbor_mcp::ToolCache::new(home.join("mcp"));
+    let hub = McpHub::new(servers, workspace, Some(cache), false);
     let listings = hub.listings(|_| true).await;
     hub.stop().await;
     let entries: Vec<Value> = hub

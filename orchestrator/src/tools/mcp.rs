@@ -32,6 +32,8 @@ impl McpTools {
             hub: Arc::new(McpHub::new(
                 config.mcp_servers.clone(),
                 config.cwd.clone(),
+                Some(arbor_mcp::ToolCache::new(config.home.join("mcp"))),
+                true,
             )),
             prepared: Mutex::new(HashSet::new()),
         }

@@ -2,6 +2,7 @@
 //! approvals of MCP calls, `arbor mcp list`, and `arbor mcp-server` driven by a real client.
 
 mod approvals;
+mod cached;
 mod everything;
 mod filesystem;
 mod list;
