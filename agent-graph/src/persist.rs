@@ -195,17 +195,17 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
              last_seq = excluded.last_seq",
     )?
     .execute(params![
-        r.id.to_string(),
-        r.session_id.to_string(),
-        r.parent_id.map(|id| id.to_string()),
-        r.path.as_str(),
-        r.depth,
-        r.nickname,
-        r.role,
-        r.model,
-        r.effort,
-        r.sandbox,
-        r.cwd,
+        r.id().to_string(),
+        r.session_id().to_string(),
+        r.parent_id().map(|id| id.to_string()),
+        r.path().as_str(),
+        r.meta.depth,
+        r.meta.nickname,
+        r.meta.role,
+        r.meta.model,
+        r.meta.effort,
+        r.meta.sandbox,
+        r.meta.cwd,
         r.status.name(),
         r.status.detail(),
         r.rollout_path,
@@ -219,7 +219,7 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
         signed(row.usage.output_tokens),
         signed(row.last_seq),
     ])?;
-    if let (Some(parent), Some(edge)) = (r.parent_id, row.edge) {
+    if let (Some(parent), Some(edge)) = (r.parent_id(), row.edge) {
         conn.prepare_cached(
             "INSERT INTO edges (child, parent, session_id, status, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -227,9 +227,9 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
                  updated_at = excluded.updated_at",
         )?
         .execute(params![
-            r.id.to_string(),
+            r.id().to_string(),
             parent.to_string(),
-            r.session_id.to_string(),
+            r.session_id().to_string(),
             edge.as_str(),
             r.created_at.as_millis(),
             r.updated_at.as_millis(),

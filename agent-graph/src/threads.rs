@@ -1,7 +1,9 @@
 //! The thread index: one row per agent thread with its identity, settings and last known
 //! status, and the session lookups built on it.
 
-use arbor_protocol::{AgentPath, AgentStatus, SessionMeta, ThreadId, Timestamp};
+use arbor_protocol::{
+    AgentPath, AgentStatus, ROLLOUT_FORMAT_VERSION, SessionMeta, ThreadId, Timestamp,
+};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::error::{Fail, OpResult};
@@ -11,21 +13,11 @@ use crate::{Store, StoreError};
 /// Shortest session-id prefix [`Store::find_session_by_prefix`] accepts.
 pub const MIN_SESSION_PREFIX: usize = 8;
 
-/// One indexed thread. A projection of its rollout header and last status.
+/// One indexed thread: its rollout header (the one identity type of an agent, shared with the
+/// rollout and the orchestrator), its last status and where its rollout is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadRecord {
-    pub id: ThreadId,
-    pub session_id: ThreadId,
-    /// `None` for a session's root.
-    pub parent_id: Option<ThreadId>,
-    pub path: AgentPath,
-    pub depth: u32,
-    pub nickname: Option<String>,
-    pub role: String,
-    pub model: String,
-    pub effort: Option<String>,
-    pub sandbox: String,
-    pub cwd: String,
+    pub meta: SessionMeta,
     pub status: AgentStatus,
     pub rollout_path: String,
     pub created_at: Timestamp,
@@ -36,22 +28,32 @@ impl ThreadRecord {
     /// The record of a thread from its rollout header, with status `pending_init`.
     pub fn from_meta(meta: &SessionMeta, rollout_path: String, created_at: Timestamp) -> Self {
         Self {
-            id: meta.thread_id,
-            session_id: meta.session_id,
-            parent_id: meta.parent_id,
-            path: meta.path.clone(),
-            depth: meta.depth,
-            nickname: meta.nickname.clone(),
-            role: meta.role.clone(),
-            model: meta.model.clone(),
-            effort: meta.effort.clone(),
-            sandbox: meta.sandbox.clone(),
-            cwd: meta.cwd.clone(),
+            meta: meta.clone(),
             status: AgentStatus::PendingInit,
             rollout_path,
             created_at,
             updated_at: created_at,
         }
+    }
+
+    /// The thread's id.
+    pub fn id(&self) -> ThreadId {
+        self.meta.thread_id
+    }
+
+    /// The agent's path.
+    pub fn path(&self) -> &AgentPath {
+        &self.meta.path
+    }
+
+    /// The parent's thread id (`None` for a session's root).
+    pub fn parent_id(&self) -> Option<ThreadId> {
+        self.meta.parent_id
+    }
+
+    /// The session (its root's thread id).
+    pub fn session_id(&self) -> ThreadId {
+        self.meta.session_id
     }
 }
 
@@ -118,7 +120,7 @@ impl Store {
                 .ok_or_else(|| StoreError::SessionNotFound(prefix.to_string())),
             _ => Err(StoreError::AmbiguousSession {
                 prefix: prefix.to_string(),
-                matches: found.into_iter().map(|record| record.id).collect(),
+                matches: found.into_iter().map(|record| record.id()).collect(),
             }),
         }
     }
@@ -203,17 +205,20 @@ impl RawThread {
         let status = AgentStatus::from_parts(&self.status, self.status_reason)
             .ok_or_else(|| Fail::corrupt("agent status", self.status.clone()))?;
         Ok(ThreadRecord {
-            id: parse_id(&self.id)?,
-            session_id: parse_id(&self.session_id)?,
-            parent_id: self.parent_id.as_deref().map(parse_id).transpose()?,
-            path,
-            depth,
-            nickname: self.nickname,
-            role: self.role,
-            model: self.model,
-            effort: self.effort,
-            sandbox: self.sandbox,
-            cwd: self.cwd,
+            meta: SessionMeta {
+                thread_id: parse_id(&self.id)?,
+                session_id: parse_id(&self.session_id)?,
+                parent_id: self.parent_id.as_deref().map(parse_id).transpose()?,
+                path,
+                depth,
+                nickname: self.nickname,
+                role: self.role,
+                model: self.model,
+                effort: self.effort,
+                sandbox: self.sandbox,
+                cwd: self.cwd,
+                format_version: ROLLOUT_FORMAT_VERSION,
+            },
             status,
             rollout_path: self.rollout_path,
             created_at: Timestamp::from_millis(self.created_at),

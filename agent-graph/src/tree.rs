@@ -35,8 +35,8 @@ impl SessionTree {
     ) -> Result<Self, StoreError> {
         let (root, threads, edges) = store.read("load session tree", |conn| {
             let root = thread_by_id(conn, root_id)?.ok_or(StoreError::UnknownThread(root_id))?;
-            let threads = session_threads(conn, root.session_id)?;
-            let edges = session_edges(conn, root.session_id)?;
+            let threads = session_threads(conn, root.session_id())?;
+            let edges = session_edges(conn, root.session_id())?;
             Ok((root, threads, edges))
         })?;
         Ok(Self::build(
@@ -54,7 +54,7 @@ impl SessionTree {
         let edges = state
             .threads
             .values()
-            .filter_map(|row| Some((row.record.id, (row.record.parent_id?, row.edge?))))
+            .filter_map(|row| Some((row.record.id(), (row.record.parent_id()?, row.edge?))))
             .collect();
         let threads = state
             .threads
@@ -70,7 +70,7 @@ impl SessionTree {
         edges: Vec<(ThreadId, (ThreadId, EdgeStatus))>,
         include_closed: bool,
     ) -> Self {
-        let root_id = root_record.id;
+        let root_id = root_record.id();
         let mut children: HashMap<ThreadId, Vec<(ThreadId, EdgeStatus)>> = HashMap::new();
         for (child, (parent, status)) in edges {
             if include_closed || status == EdgeStatus::Open {
@@ -79,7 +79,7 @@ impl SessionTree {
         }
         let mut records: HashMap<ThreadId, ThreadRecord> = threads
             .into_iter()
-            .map(|record| (record.id, record))
+            .map(|record| (record.id(), record))
             .collect();
         let mut graph = Graph::new();
         let root = graph.add_node(root_record);
@@ -141,7 +141,7 @@ impl SessionTree {
                 out,
                 "{:indent$}{} {} {}",
                 "",
-                record.path,
+                record.path(),
                 who(record),
                 status_line(&record.status),
                 indent = depth * 2
@@ -163,7 +163,7 @@ impl SessionTree {
             let label = label_lines(record)
                 .map(|line| dot_escape(&line))
                 .join("\\n");
-            let _ = writeln!(out, "  \"{}\" [label=\"{label}\"];", record.id);
+            let _ = writeln!(out, "  \"{}\" [label=\"{label}\"];", record.id());
         }
         for (node, _, _) in &order {
             for edge in self.sorted_edges(*node) {
@@ -172,7 +172,7 @@ impl SessionTree {
                     EdgeStatus::Open => "",
                     EdgeStatus::Closed => " [style=dashed, label=\"closed\"]",
                 };
-                let _ = writeln!(out, "  \"{}\" -> \"{}\"{style};", parent.id, child.id);
+                let _ = writeln!(out, "  \"{}\" -> \"{}\"{style};", parent.id(), child.id());
             }
         }
         out.push_str("}\n");
@@ -223,7 +223,7 @@ impl SessionTree {
             .edges_directed(node, Direction::Outgoing)
             .map(|edge| (edge.target(), *edge.weight()))
             .collect();
-        edges.sort_unstable_by_key(|(child, _)| self.graph[*child].id);
+        edges.sort_unstable_by_key(|(child, _)| self.graph[*child].id());
         edges
     }
 }
@@ -231,7 +231,7 @@ impl SessionTree {
 /// A node's label in a drawing, line by line: path, who, status.
 fn label_lines(record: &ThreadRecord) -> [String; 3] {
     [
-        record.path.to_string(),
+        record.path().to_string(),
         who(record),
         status_line(&record.status),
     ]
@@ -239,9 +239,9 @@ fn label_lines(record: &ThreadRecord) -> [String; 3] {
 
 /// `(nickname, role)`, or `(role)` without a nickname.
 fn who(record: &ThreadRecord) -> String {
-    match &record.nickname {
-        Some(nickname) => format!("({nickname}, {})", record.role),
-        None => format!("({})", record.role),
+    match &record.meta.nickname {
+        Some(nickname) => format!("({nickname}, {})", record.meta.role),
+        None => format!("({})", record.meta.role),
     }
 }
 

@@ -121,7 +121,7 @@ async fn session(escalated: bool) -> Result<(Duration, u64), String> {
     orch.wait_quiescent().await;
     let elapsed = started.elapsed();
     let commits = orch.store().commits() - commits_before;
-    let status = orch.root_status();
+    let status = orch.root_status().await;
     let approvals = orch
         .store()
         .approvals(orch.session_id())

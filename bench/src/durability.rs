@@ -153,12 +153,7 @@ fn run(preload: Option<&Path>, home: &Path, args: &[&str]) -> Result<Run, String
 
 /// The largest peak memory of any child process that has ended.
 fn children_rss_kib() -> u64 {
-    // SAFETY: getrusage fills the zeroed struct we pass.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage);
-        usage
-    };
+    let usage = crate::rusage_of(libc::RUSAGE_CHILDREN);
     u64::try_from(usage.ru_maxrss).unwrap_or(0)
 }
 

@@ -60,7 +60,7 @@ async fn one(n: usize) -> Result<(), String> {
     orch.wait_quiescent().await;
     let wall = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu_before;
-    let status = orch.root_status();
+    let status = orch.root_status().await;
     let totals = orch.log_totals();
     orch.shutdown("done").await;
     let store_commits = orch.store().commits();

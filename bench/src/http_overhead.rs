@@ -52,7 +52,7 @@ pub fn run(responses: usize) -> Result<(), String> {
             .map_err(|err| err.to_string())?;
         orch.wait_quiescent().await;
         let wall = started.elapsed().as_secs_f64();
-        let status = orch.root_status();
+        let status = orch.root_status().await;
         orch.shutdown("done").await;
         if status != AgentStatus::Completed(Some("done".into())) {
             return Err(format!("http overhead run ended as {status}"));

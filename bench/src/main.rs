@@ -84,13 +84,19 @@ pub fn bench_dir() -> Result<tempfile::TempDir, String> {
         .map_err(|err| format!("cannot create a benchmark dir: {err}"))
 }
 
-fn rusage() -> libc::rusage {
-    // SAFETY: getrusage fills the zeroed struct we pass for the calling process.
+/// The resource usage of this process (`libc::RUSAGE_SELF`) or of its ended children
+/// (`libc::RUSAGE_CHILDREN`).
+pub fn rusage_of(who: libc::c_int) -> libc::rusage {
+    // SAFETY: getrusage fills the zeroed struct we pass.
     unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        libc::getrusage(who, &mut usage);
         usage
     }
+}
+
+fn rusage() -> libc::rusage {
+    rusage_of(libc::RUSAGE_SELF)
 }
 
 /// User plus system CPU time of this process so far, in seconds.

@@ -105,7 +105,7 @@ async fn session(
             .ok_or("no tool result")?;
         ended - first
     };
-    let status = orch.root_status();
+    let status = orch.root_status().await;
     orch.shutdown("done").await;
     if status != AgentStatus::Completed(Some("done".into())) {
         return Err(format!("the mcp benchmark session ended as {status}"));
@@ -128,10 +128,7 @@ async fn direct_round_trip(pidfile: &Path) -> Result<f64, String> {
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err("no pipes".into());
     };
-    let client = ()
-        .serve((stdout, stdin))
-        .await
-        .map_err(|err| err.to_string())?;
+    let client = ().serve((stdout, stdin)).await.map_err(|err| err.to_string())?;
     let mut samples = Vec::with_capacity(DIRECT);
     for i in 0..DIRECT + 50 {
         let mut arguments = serde_json::Map::new();
@@ -157,12 +154,24 @@ async fn call_overhead() -> Result<(), String> {
     let base_script = calls("list_agents", json!({}), CALLS);
     let home = |n: usize| -> PathBuf { dir.path().join(format!("home{n}")) };
     // Warm up: the kernel probe, the page cache, the server's first start.
-    session(&home(0), &mcp_script, vec![server("bench", &pidfile)?], false).await?;
+    session(
+        &home(0),
+        &mcp_script,
+        vec![server("bench", &pidfile)?],
+        false,
+    )
+    .await?;
     let (mut through, mut base) = (Vec::new(), Vec::new());
     // Timed from the first call's result: CALLS - 1 calls and the final answer each.
     let per_call = |elapsed: Duration| micros(elapsed) / (CALLS - 1) as f64;
     for _ in 0..ROUNDS {
-        let with = session(&home(0), &mcp_script, vec![server("bench", &pidfile)?], false).await?;
+        let with = session(
+            &home(0),
+            &mcp_script,
+            vec![server("bench", &pidfile)?],
+            false,
+        )
+        .await?;
         let without = session(&home(0), &base_script, Vec::new(), false).await?;
         through.push(per_call(with));
         base.push(per_call(without));
@@ -203,7 +212,9 @@ async fn session_start() -> Result<(), String> {
     for round in 0..STARTS {
         let plain = dir.path().join(format!("none{round}"));
         none.push(micros(session(&plain, &script, Vec::new(), true).await?));
-        cached.push(micros(session(&cached_home, &script, three()?, true).await?));
+        cached.push(micros(
+            session(&cached_home, &script, three()?, true).await?,
+        ));
     }
     let started_while_cached = pid_lines(&pidfile) - starts_before;
     for round in 0..3 {

@@ -171,7 +171,7 @@ pub fn resume_child(args: &[String]) -> Result<(), String> {
         println!("{}", info.agents);
         orch.start("ask worker 57 again").await.map_err(err)?;
         orch.wait_quiescent().await;
-        let status = orch.root_status();
+        let status = orch.root_status().await;
         orch.shutdown("done").await;
         if status != AgentStatus::Completed(Some("worker 57 reported".into())) {
             return Err(format!("resume workload ended as {status}"));
@@ -210,7 +210,7 @@ pub fn churn() -> Result<(), String> {
         orch.start("churn").await.map_err(err)?;
         orch.wait_quiescent().await;
         let wall = started.elapsed().as_secs_f64();
-        let status = orch.root_status();
+        let status = orch.root_status().await;
         orch.shutdown("done").await;
         if status != AgentStatus::Completed(Some("churned".into())) {
             return Err(format!("churn ended as {status}"));
@@ -295,15 +295,19 @@ fn rally(messages: usize) -> Result<Rally, String> {
         orch.start("rally").await.map_err(err)?;
         orch.wait_quiescent().await;
         let wall = started.elapsed().as_secs_f64();
-        let status = orch.root_status();
+        let status = orch.root_status().await;
         let totals = orch.log_totals();
         let commits = orch.store().commits();
-        let players: Vec<String> = orch
-            .agents()
+        let agents = orch.agents().await;
+        let players: Vec<String> = agents
             .iter()
             .filter(|a| !a.path.is_root())
             .map(|a| format!("{} {}", a.path, a.status))
             .collect();
+        let ping_done = AgentStatus::Completed(Some("done".into()));
+        let ping_ok = agents
+            .iter()
+            .any(|a| a.path.as_str() == "/root/ping" && a.status == ping_done);
         orch.shutdown("done").await;
         if status != AgentStatus::Completed(Some("rally over".into())) {
             return Err(format!(
@@ -311,12 +315,7 @@ fn rally(messages: usize) -> Result<Rally, String> {
                 players.join("; ")
             ));
         }
-        let ping_done = AgentStatus::Completed(Some("done".into()));
-        if !orch
-            .agents()
-            .iter()
-            .any(|a| a.path.as_str() == "/root/ping" && a.status == ping_done)
-        {
+        if !ping_ok {
             return Err(format!("the rally stopped early: {}", players.join("; ")));
         }
         Ok(Rally {

@@ -54,7 +54,7 @@ pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
         return crate::output::out(writeln!(stdout, "{}", Value::Array(rows)));
     }
     if records.is_empty() {
-        eprintln!("no approval requests in session {}", view.root.id);
+        eprintln!("no approval requests in session {}", view.root.id());
     }
     for record in records {
         let decided = match record.decided_by {

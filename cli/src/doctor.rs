@@ -106,12 +106,14 @@ fn rebuild_one(session: ThreadId, log: &Path) -> Result<Rebuilt, CliError> {
 fn compare(rebuilt: &SessionState, stored: &SessionState, driven: bool) -> Vec<String> {
     let mut problems = Vec::new();
     for (id, want) in &rebuilt.threads {
-        let path = &want.record.path;
+        let path = &want.record.path();
         let Some(have) = stored.thread(*id) else {
             problems.push(format!("{path} ({id}) is in the log but not in the store"));
             continue;
         };
-        if have.record.parent_id != want.record.parent_id || have.record.path != want.record.path {
+        if have.record.parent_id() != want.record.parent_id()
+            || have.record.path() != want.record.path()
+        {
             problems.push(format!(
                 "{path} ({id}): the store's parent or path differs from the log"
             ));
@@ -297,7 +299,7 @@ fn convert_legacy(home: &Path, leases: &mut Vec<Lease>) -> Result<(), CliError> 
         if arbor_orchestrator::open::log_path_of(home, &root).exists() {
             continue;
         }
-        leases.push(take_lease(home, root.id)?);
+        leases.push(take_lease(home, root.id())?);
         for notice in arbor_orchestrator::open::convert_legacy(home, &store, &root)? {
             eprintln!("notice: {notice}");
         }

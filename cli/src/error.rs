@@ -55,7 +55,10 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
             E::Lease(arbor_orchestrator::LeaseError::Held { .. }) => 3,
             E::Roles(_) | E::Policy(_) => 2,
             E::Store(store) if store.is_lookup() => 2,
-            E::Store(_) | E::Lease(_) | E::Start(_) => 1,
+            E::Refused(_) => 2,
+            E::Store(_) | E::Lease(_) | E::Start(_) | E::Log(_) | E::Projection(_) | E::Stopped => {
+                1
+            }
         };
         Self {
             code,

@@ -68,7 +68,7 @@ impl Console {
             orch.interrupt_all("user_interrupt");
             orch.wait_quiescent().await;
         }
-        orch.complete();
+        orch.complete().await;
         self.close(orch).await;
         interrupted
     }
@@ -95,7 +95,7 @@ pub async fn run_root(
         return Err(err.into());
     }
     let interrupted = console.run_until(orch, drive(orch, no_wait_children)).await;
-    report_budget(orch);
+    report_budget(orch).await;
     if let Some(failure) = orch.failure() {
         return Err(CliError::failed(failure));
     }
@@ -107,11 +107,11 @@ pub async fn run_root(
         return Ok(EXIT_INTERRUPTED);
     }
     if mode == Mode::Human
-        && let Some(answer) = orch.root_last_message()
+        && let Some(answer) = orch.root_last_message().await
     {
         println!("{answer}");
     }
-    Ok(match orch.root_status() {
+    Ok(match orch.root_status().await {
         AgentStatus::Completed(_) => 0,
         status => {
             eprintln!("root: {status}");
@@ -121,8 +121,8 @@ pub async fn run_root(
 }
 
 /// Tells the user which agents a spent token budget kept from starting a turn.
-pub fn report_budget(orch: &Orchestrator) {
-    let (used, stopped) = orch.usage_report();
+pub async fn report_budget(orch: &Orchestrator) {
+    let (used, stopped) = orch.usage_report().await;
     if !stopped.is_empty() {
         let paths: Vec<&str> = stopped.iter().map(|p| p.as_str()).collect();
         eprintln!(

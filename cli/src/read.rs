@@ -35,13 +35,13 @@ impl Row<'_> {
     fn to_json(&self) -> Value {
         let record = self.record();
         json!({
-            "id": record.id,
-            "path": record.path,
-            "parent_id": record.parent_id,
-            "depth": record.depth,
-            "nickname": record.nickname,
-            "role": record.role,
-            "model": record.model,
+            "id": record.id(),
+            "path": record.path(),
+            "parent_id": record.parent_id(),
+            "depth": record.meta.depth,
+            "nickname": record.meta.nickname,
+            "role": record.meta.role,
+            "model": record.meta.model,
             "status": self.status,
             "edge": self.row.edge.map(EdgeStatus::as_str),
             "resident": self.resident,
@@ -82,14 +82,14 @@ fn rows(view: &SessionView) -> Vec<Row<'_>> {
         .map(|row| Row {
             status: row.reported_status(view.driven),
             resident: view.driven && row.edge != Some(EdgeStatus::Closed),
-            unread: state.unread(row.record.id).count() as u64,
-            pending_approvals: state.pending_approvals(row.record.id) as u64,
+            unread: state.unread(row.record.id()).count() as u64,
+            pending_approvals: state.pending_approvals(row.record.id()) as u64,
             row,
         })
         .collect();
     rows.sort_by(|a, b| {
-        (a.record().depth, a.record().path.as_str())
-            .cmp(&(b.record().depth, b.record().path.as_str()))
+        (a.record().meta.depth, a.record().path().as_str())
+            .cmp(&(b.record().meta.depth, b.record().path().as_str()))
     });
     rows
 }
@@ -109,10 +109,10 @@ fn visible(rows: Vec<Row<'_>>, root: ThreadId, all: bool) -> Vec<Row<'_>> {
     let mut kept = Vec::new();
     for row in rows {
         let record = row.record();
-        let parent_shown = record.parent_id.is_none_or(|p| shown.contains(&p));
+        let parent_shown = record.parent_id().is_none_or(|p| shown.contains(&p));
         let edge_ok = all || row.row.edge != Some(EdgeStatus::Closed);
-        if record.id == root || (parent_shown && edge_ok) {
-            shown.insert(record.id);
+        if record.id() == root || (parent_shown && edge_ok) {
+            shown.insert(record.id());
             kept.push(row);
         }
     }
@@ -132,9 +132,9 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
         out(writeln!(
             stdout,
             "{}  {}  {}  {}  edge={}  resident={}  unread={}  approvals={}  tokens={}",
-            record.path,
-            record.nickname.as_deref().unwrap_or("-"),
-            record.role,
+            record.path(),
+            record.meta.nickname.as_deref().unwrap_or("-"),
+            record.meta.role,
             row.status,
             row.row.edge.map_or("-", EdgeStatus::as_str),
             row.resident,
@@ -160,21 +160,21 @@ pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
 pub fn print_tree(view: &SessionView, args: &TreeArgs) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let rows = visible(rows(view), view.root.id, args.all);
-        let mut tree = nest(&rows, view.root.id);
+        let rows = visible(rows(view), view.root.id(), args.all);
+        let mut tree = nest(&rows, view.root.id());
         tree["tree_usage"] = serde_json::to_value(total(&rows)).unwrap_or(Value::Null);
         return out(writeln!(stdout, "{tree}"));
     }
     let Some(mut tree) = SessionTree::from_state(&view.state, args.all) else {
         return Err(CliError::failed(format!(
             "session {} has no root in its log",
-            view.root.id
+            view.root.id()
         )));
     };
     let driven = view.driven;
     let state = &view.state;
     tree.adjust_records(|record| {
-        if let Some(row) = state.thread(record.id) {
+        if let Some(row) = state.thread(record.id()) {
             record.status = row.reported_status(driven);
         }
     });
@@ -191,14 +191,14 @@ pub fn print_tree(view: &SessionView, args: &TreeArgs) -> Result<(), CliError> {
 }
 
 fn nest(rows: &[Row<'_>], id: ThreadId) -> Value {
-    let Some(row) = rows.iter().find(|r| r.record().id == id) else {
+    let Some(row) = rows.iter().find(|r| r.record().id() == id) else {
         return Value::Null;
     };
     let mut value = row.to_json();
     let children: Vec<Value> = rows
         .iter()
-        .filter(|r| r.record().parent_id == Some(id))
-        .map(|r| nest(rows, r.record().id))
+        .filter(|r| r.record().parent_id() == Some(id))
+        .map(|r| nest(rows, r.record().id()))
         .collect();
     value["children"] = Value::Array(children);
     value
@@ -213,9 +213,9 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             row.reported_status(view.driven)
         });
         list.push(json!({
-            "id": root.id,
+            "id": root.id(),
             "created_at": root.created_at,
-            "cwd": root.cwd,
+            "cwd": root.meta.cwd,
             "prompt": first_prompt(&home.join(&root.rollout_path)),
             "agents": view.state.threads.len(),
             "status": status,
@@ -258,7 +258,7 @@ fn find_thread<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, 
         return view.state.thread(id).ok_or_else(|| {
             CliError::usage(format!(
                 "agent `{target}` not found in session {}",
-                view.root.id
+                view.root.id()
             ))
         });
     }
@@ -268,7 +268,7 @@ fn find_thread<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, 
     view.state.at_path(&path).ok_or_else(|| {
         CliError::usage(format!(
             "agent path `{path}` not found in session {}",
-            view.root.id
+            view.root.id()
         ))
     })
 }
@@ -304,7 +304,7 @@ fn lines_of(home: &Path, view: &SessionView, row: &AgentRow) -> Result<Vec<Rollo
         } else {
             0
         };
-        let id = row.record.id;
+        let id = row.record.id();
         let tail = arbor_rollout::log::read_log(&view.log_path, from)
             .map_err(|err| CliError::failed(err.to_string()))?;
         lines.extend(tail.lines.into_iter().map(|(line, _)| line).filter(|line| {
@@ -343,7 +343,7 @@ pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
 pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
     let row = find_thread(&view, &args.target)?;
-    let mail: Vec<_> = view.state.unread(row.record.id).collect();
+    let mail: Vec<_> = view.state.unread(row.record.id()).collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {
         return out(writeln!(
@@ -353,7 +353,7 @@ pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
         ));
     }
     if mail.is_empty() {
-        eprintln!("no unread mail for {}", row.record.path);
+        eprintln!("no unread mail for {}", row.record.path());
     }
     for m in &mail {
         out(writeln!(

@@ -58,7 +58,7 @@ fn last_session(home: &Path) -> Result<String, CliError> {
     let store = crate::read::open_store(home)?;
     let newest = store.sessions()?.into_iter().next();
     newest
-        .map(|root| root.id.to_string())
+        .map(|root| root.id().to_string())
         .ok_or_else(|| CliError::usage(format!("no sessions in {}", home.display())))
 }
 
@@ -128,7 +128,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         let store = crate::read::open_store(&home)?;
         arbor_orchestrator::find_root(&store, &args.session)?
     };
-    if let Some(pid) = Lease::holder(&home, root.id) {
+    if let Some(pid) = Lease::holder(&home, root.id()) {
         // The store's tickets block: off the runtime's workers.
         let (at, session, target, message) = (
             home.clone(),
@@ -144,7 +144,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
         .map_err(external)?;
         eprintln!(
             "handed to the process driving session {} (pid {pid})",
-            root.id
+            root.id()
         );
         println!("{}", sent.mail.id);
         return Ok(0);
@@ -153,7 +153,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     let model = build_model(&args.run, &file)?;
     let mut config = run_config(home, &args.run, &file, terminal_attached(""))?;
     config.root_driven = false;
-    let (orch, info) = Orchestrator::resume(config, model, &root.id.to_string()).await?;
+    let (orch, info) = Orchestrator::resume(config, model, &root.id().to_string()).await?;
     for notice in &info.notices {
         eprintln!("notice: {notice}");
     }
@@ -174,7 +174,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     if interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
-    let target = orch.agent(&mail.recipient);
+    let target = orch.agent(&mail.recipient).await;
     let status = target.map_or(AgentStatus::NotFound, |agent| agent.status);
     match status {
         AgentStatus::Completed(answer) => {

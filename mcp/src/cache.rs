@@ -66,9 +66,10 @@ impl ToolCache {
             fingerprint: fingerprint.to_string(),
             tools: tools.to_vec(),
         };
-        let changed = file.servers.get(server).is_none_or(|old| {
-            old.fingerprint != entry.fingerprint || old.tools != entry.tools
-        });
+        let changed = file
+            .servers
+            .get(server)
+            .is_none_or(|old| old.fingerprint != entry.fingerprint || old.tools != entry.tools);
         if !changed {
             return false;
         }

@@ -83,7 +83,7 @@ impl ServerConfig {
             }
             (None, None) => {
                 return Err(at(
-                    "give `command` (a stdio server) or `url` (streamable HTTP)".into()
+                    "give `command` (a stdio server) or `url` (streamable HTTP)".into(),
                 ));
             }
             (Some(command), None) => {
@@ -256,7 +256,10 @@ mod tests {
             "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://h\"\n",
             "mcp_servers.a: give either `command`",
         );
-        check("[mcp_servers.a]\nargs = []\n", "mcp_servers.a: give `command`");
+        check(
+            "[mcp_servers.a]\nargs = []\n",
+            "mcp_servers.a: give `command`",
+        );
         check(
             "[mcp_servers.a]\nurl = \"http://h\"\nenv = {}\n",
             "`env` is for stdio servers",
@@ -265,10 +268,19 @@ mod tests {
             "[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_ms = 0\n",
             "`startup_timeout_ms` must be at least 1",
         );
-        check("[mcp_servers.a__b]\ncommand = \"x\"\n", "must not contain `__`");
+        check(
+            "[mcp_servers.a__b]\ncommand = \"x\"\n",
+            "must not contain `__`",
+        );
         check("[mcp_servers.\"a.b\"]\ncommand = \"x\"\n", "only letters");
-        check("[mcp_servers.a]\nurl = \"ftp://h\"\n", "must start with http");
-        check("[mcp_servers.a]\ncomand = \"x\"\n", "unknown field `comand`");
+        check(
+            "[mcp_servers.a]\nurl = \"ftp://h\"\n",
+            "must start with http",
+        );
+        check(
+            "[mcp_servers.a]\ncomand = \"x\"\n",
+            "unknown field `comand`",
+        );
     }
 
     #[test]

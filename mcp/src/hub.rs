@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use crate::cache::ToolCache;
 use crate::config::ServerConfig;
+use crate::listing::Listing;
 use crate::naming::{self, McpTool};
-use crate::server::{Listing, Server};
+use crate::server::Server;
 
 /// The MCP servers of one session.
 #[derive(Debug, Default)]
@@ -50,7 +51,9 @@ impl McpHub {
     }
 
     fn server(&self, name: &str) -> Option<&Arc<Server>> {
-        self.servers.iter().find(|server| server.config.name == name)
+        self.servers
+            .iter()
+            .find(|server| server.config.name == name)
     }
 
     /// The listings of the servers `wanted` names, listed at once (each started if it has not

@@ -8,6 +8,8 @@
 //! - [`naming`]: tool names, schema checks, what a tool looks like to a model.
 //! - [`McpHub`] (`hub.rs`): one session's servers; [`Listing`] a server's tools.
 //! - `server.rs`: one server's life (start, share, restart once, give up, stop).
+//! - `connection.rs`: one live connection: the start, the handshake, the shutdown.
+//! - `listing.rs`: a server's tools as a session offers them.
 //! - `process.rs`: a stdio server's process tree under arbor's supervisor.
 //! - `render.rs`: a call's result as model-visible text.
 //! - `cache.rs`: the tool lists servers last gave, so a session offers them without starting
@@ -22,8 +24,10 @@
 
 mod cache;
 pub mod config;
+mod connection;
 mod http;
 mod hub;
+mod listing;
 pub mod naming;
 mod process;
 mod render;
@@ -32,6 +36,7 @@ mod server;
 pub use cache::ToolCache;
 pub use config::{RawServer, ServerConfig, Transport, servers_from_raw};
 pub use hub::McpHub;
+pub use listing::Listing;
 pub use naming::{ListedTool, McpTool, is_mcp};
 pub use render::render;
-pub use server::{Listing, MAX_STARTS};
+pub use server::MAX_STARTS;

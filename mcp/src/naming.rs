@@ -221,7 +221,10 @@ mod tests {
         );
         let huge = json!({"type": "object", "description": "x".repeat(MAX_SCHEMA_BYTES)});
         let notice = offer(&server(RawServer::default()), &tool("t", huge)).expect_err("too big");
-        assert!(notice.contains("more than the 32768 arbor offers"), "{notice}");
+        assert!(
+            notice.contains("more than the 32768 arbor offers"),
+            "{notice}"
+        );
     }
 
     #[test]
@@ -235,7 +238,10 @@ mod tests {
         let mut long = tool("r", schema);
         long.description = Some("d".repeat(5000));
         let offered = offer(&filtered, &long).expect("ok").expect("offered");
-        assert_eq!(offered.spec.description.chars().count(), MAX_DESCRIPTION_CHARS);
+        assert_eq!(
+            offered.spec.description.chars().count(),
+            MAX_DESCRIPTION_CHARS
+        );
         assert!(offered.read_only);
         assert_eq!(offered.qualified, "mcp__fs__r");
     }

@@ -144,7 +144,9 @@ pub(crate) async fn spawn(
         contained.child.stdout.take(),
         contained.child.stderr.take(),
     ) else {
-        return Err(format!("could not start `{command}`: its pipes are missing"));
+        return Err(format!(
+            "could not start `{command}`: its pipes are missing"
+        ));
     };
     if let Some(mut stderr) = stderr {
         let diagnostics = Arc::clone(diagnostics);

@@ -124,7 +124,9 @@ mod tests {
     #[test]
     fn errors_and_empty_results() {
         assert_eq!(
-            render(&json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})),
+            render(
+                &json!({"content": [{"type": "text", "text": "no such file"}], "isError": true})
+            ),
             Err("the tool reported an error: no such file".to_string())
         );
         assert_eq!(

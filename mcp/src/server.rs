@@ -5,78 +5,20 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::ServiceError;
 use serde_json::Value;
 
 use crate::cache::ToolCache;
-use crate::config::{ServerConfig, Transport};
-use crate::naming::{self, ListedTool, McpTool};
-use crate::process::{self, Diagnostics};
+use crate::config::ServerConfig;
+use crate::connection::Connection;
+use crate::listing::{Listing, listed_tool, offer_all};
+use crate::naming::{ListedTool, McpTool};
 
 /// A server is started at most this often in a session: once, and once more after it crashed
 /// or failed to start.
 pub const MAX_STARTS: u32 = 2;
-/// How long a stopping server may take to close its connection before it is killed.
-const CLOSE_GRACE: Duration = Duration::from_millis(200);
-
-/// A server's tools as this session offers them, with what could not be offered.
-#[derive(Debug, Clone, Default)]
-pub struct Listing {
-    pub tools: Vec<McpTool>,
-    /// One sentence per tool left out (bad schema, bad name) or filter that names nothing.
-    pub notices: Vec<String>,
-    /// Why the server could not be listed (it did not start).
-    pub error: Option<String>,
-    /// The tools came from the cache: the server has not been started for them.
-    pub cached: bool,
-}
-
-/// arbor's side of the protocol: it offers no capabilities to servers.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ArborClient;
-
-impl rmcp::ClientHandler for ArborClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("arbor", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
-
-/// One live connection (and, for stdio, its process).
-#[derive(Debug)]
-pub(crate) struct Connection {
-    peer: Peer<RoleClient>,
-    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ArborClient>>>,
-    process: Mutex<Option<process::Handle>>,
-    diagnostics: Arc<Diagnostics>,
-}
-
-impl Connection {
-    fn closed(&self) -> bool {
-        self.peer.is_transport_closed() || self.diagnostics.exit().is_some()
-    }
-
-    /// Closes the connection and kills the process tree.
-    async fn shutdown(&self) {
-        if let Some(mut service) = self.service.lock().await.take() {
-            let _ = service.close_with_timeout(CLOSE_GRACE).await;
-        }
-        let process = self
-            .process
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(process) = process {
-            process.kill().await;
-        }
-    }
-}
 
 /// Why no connection could be had.
 enum Unavailable {
@@ -100,7 +42,9 @@ impl Unavailable {
     /// What a call's model reads.
     fn message(&self, server: &str) -> String {
         match self {
-            Self::Dead(why) => format!("mcp server `{server}` is unavailable in this session: {why}"),
+            Self::Dead(why) => {
+                format!("mcp server `{server}` is unavailable in this session: {why}")
+            }
             Self::Failed(why) => format!(
                 "mcp server `{server}` did not start: {why}; it is started again at the next call"
             ),
@@ -207,7 +151,11 @@ impl Server {
 
     async fn list(&self) -> Listing {
         if let Some((cache, true)) = &self.cache {
-            let (cache, name, print) = (cache.clone(), self.name().to_string(), self.fingerprint.clone());
+            let (cache, name, print) = (
+                cache.clone(),
+                self.name().to_string(),
+                self.fingerprint.clone(),
+            );
             let cached = tokio::task::spawn_blocking(move || cache.load(&name, &print))
                 .await
                 .ok()
@@ -227,33 +175,31 @@ impl Server {
                 };
             }
         };
-        let listed = match tokio::time::timeout(
-            self.config.startup_timeout,
-            conn.peer.list_all_tools(),
-        )
-        .await
-        {
-            Ok(Ok(tools)) => tools,
-            Ok(Err(err)) => {
-                let error = format!("it did not list its tools: {err}");
-                self.failed(&conn, &error).await;
-                return Listing {
-                    error: Some(error),
-                    ..Listing::default()
-                };
-            }
-            Err(_) => {
-                let error = format!(
-                    "it did not list its tools within {} ms (startup_timeout_ms)",
-                    self.config.startup_timeout.as_millis()
-                );
-                self.failed(&conn, &error).await;
-                return Listing {
-                    error: Some(error),
-                    ..Listing::default()
-                };
-            }
-        };
+        let listed =
+            match tokio::time::timeout(self.config.startup_timeout, conn.peer().list_all_tools())
+                .await
+            {
+                Ok(Ok(tools)) => tools,
+                Ok(Err(err)) => {
+                    let error = format!("it did not list its tools: {err}");
+                    self.failed(&conn, &error).await;
+                    return Listing {
+                        error: Some(error),
+                        ..Listing::default()
+                    };
+                }
+                Err(_) => {
+                    let error = format!(
+                        "it did not list its tools within {} ms (startup_timeout_ms)",
+                        self.config.startup_timeout.as_millis()
+                    );
+                    self.failed(&conn, &error).await;
+                    return Listing {
+                        error: Some(error),
+                        ..Listing::default()
+                    };
+                }
+            };
         let listed: Vec<ListedTool> = listed.iter().map(listed_tool).collect();
         self.remember(&listed).await;
         offer_all(&self.config, &listed)
@@ -264,7 +210,11 @@ impl Server {
         let Some((cache, _)) = &self.cache else {
             return false;
         };
-        let (cache, name, print) = (cache.clone(), self.name().to_string(), self.fingerprint.clone());
+        let (cache, name, print) = (
+            cache.clone(),
+            self.name().to_string(),
+            self.fingerprint.clone(),
+        );
         let listed = listed.to_vec();
         tokio::task::spawn_blocking(move || cache.store(&name, &print, &listed))
             .await
@@ -288,7 +238,7 @@ impl Server {
                     .map_err(|unavailable| unavailable.message(self.name()))?;
                 let listed = tokio::time::timeout(
                     self.config.startup_timeout,
-                    conn.peer.list_all_tools(),
+                    conn.peer().list_all_tools(),
                 )
                 .await
                 .map_err(|_| {
@@ -335,7 +285,7 @@ impl Server {
                 State::Running(conn) => {
                     // It died between two calls.
                     let conn = Arc::clone(conn);
-                    let why = format!("it exited{}", conn.diagnostics.describe(false));
+                    let why = format!("it exited{}", conn.diagnostics().describe(false));
                     conn.shutdown().await;
                     slot.state = self.after_failure(slot.starts, &why);
                 }
@@ -344,7 +294,7 @@ impl Server {
                 State::Idle => {
                     slot.starts += 1;
                     let attempt = slot.starts;
-                    match self.start().await {
+                    match crate::connection::connect(&self.config, &self.workspace).await {
                         Ok(conn) => {
                             if attempt > 1 {
                                 self.notice(format!(
@@ -394,81 +344,12 @@ impl Server {
         conn.shutdown().await;
     }
 
-    /// Starts the server and completes the protocol's handshake, within the startup timeout.
-    async fn start(&self) -> Result<Arc<Connection>, String> {
-        let diagnostics = Arc::new(Diagnostics::default());
-        let timeout = self.config.startup_timeout;
-        let late = |diagnostics: &Diagnostics| {
-            format!(
-                "it did not answer `initialize` within {} ms (startup_timeout_ms){}",
-                timeout.as_millis(),
-                diagnostics.describe(true)
-            )
-        };
-        match &self.config.transport {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let process = process::spawn(
-                    command,
-                    args,
-                    env,
-                    cwd.as_deref(),
-                    &self.workspace,
-                    &diagnostics,
-                )
-                .await?;
-                let process::Process {
-                    stdout,
-                    stdin,
-                    handle,
-                } = process;
-                let served =
-                    tokio::time::timeout(timeout, ArborClient.serve((stdout, stdin))).await;
-                match served {
-                    Ok(Ok(service)) => Ok(Arc::new(Connection {
-                        peer: service.peer().clone(),
-                        service: tokio::sync::Mutex::new(Some(service)),
-                        process: Mutex::new(Some(handle)),
-                        diagnostics,
-                    })),
-                    Ok(Err(err)) => {
-                        let why =
-                            format!("the handshake failed: {err}{}", diagnostics.describe(true));
-                        handle.kill().await;
-                        Err(why)
-                    }
-                    Err(_) => {
-                        let why = late(&diagnostics);
-                        handle.kill().await;
-                        Err(why)
-                    }
-                }
-            }
-            Transport::Http {
-                url,
-                bearer_token_env_var,
-            } => {
-                let transport = crate::http::transport(url, bearer_token_env_var.as_deref())?;
-                match tokio::time::timeout(timeout, ArborClient.serve(transport)).await {
-                    Ok(Ok(service)) => Ok(Arc::new(Connection {
-                        peer: service.peer().clone(),
-                        service: tokio::sync::Mutex::new(Some(service)),
-                        process: Mutex::new(None),
-                        diagnostics,
-                    })),
-                    Ok(Err(err)) => Err(format!("the handshake with {url} failed: {err}")),
-                    Err(_) => Err(late(&diagnostics)),
-                }
-            }
-        }
-    }
-
     /// Calls `tool` with `arguments` (a JSON object or nothing); the model-visible result.
-    pub(crate) async fn call(&self, tool: &str, arguments: Option<Value>) -> Result<String, String> {
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Option<Value>,
+    ) -> Result<String, String> {
         let arguments = match arguments {
             None => None,
             Some(Value::Object(map)) => Some(map),
@@ -488,8 +369,8 @@ impl Server {
         // holds its stdout open.
         let answered = async {
             tokio::select! {
-                result = conn.peer.call_tool(params) => result,
-                () = conn.diagnostics.exited() => Err(ServiceError::TransportClosed),
+                result = conn.peer().call_tool(params) => result,
+                () = conn.diagnostics().exited() => Err(ServiceError::TransportClosed),
             }
         };
         match tokio::time::timeout(timeout, answered).await {
@@ -509,7 +390,7 @@ impl Server {
             )),
             Ok(Err(err @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
                 // Give the process watcher a moment to see the exit, for the message.
-                let why = format!("it exited{}", self.exit_reason(&conn).await);
+                let why = format!("it exited{}", conn.exit_reason().await);
                 self.failed(&conn, &why).await;
                 let next = if matches!(self.slot.lock().await.state, State::Dead(_)) {
                     "it is not started again in this session"
@@ -526,16 +407,6 @@ impl Server {
         }
     }
 
-    async fn exit_reason(&self, conn: &Connection) -> String {
-        for _ in 0..20 {
-            if conn.diagnostics.exit().is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        conn.diagnostics.describe(false)
-    }
-
     /// Stops the server for good (the session ends): its process tree is killed.
     pub(crate) async fn stop(&self) {
         let mut slot = self.slot.lock().await;
@@ -544,41 +415,5 @@ impl Server {
         if let State::Running(conn) = previous {
             conn.shutdown().await;
         }
-    }
-}
-
-/// Offers every listed tool that passes the filters and the checks; the rest become notices.
-pub(crate) fn offer_all(config: &ServerConfig, listed: &[ListedTool]) -> Listing {
-    let mut listing = Listing::default();
-    for tool in listed {
-        match naming::offer(config, tool) {
-            Ok(Some(tool)) => listing.tools.push(tool),
-            Ok(None) => {}
-            Err(notice) => listing
-                .notices
-                .push(format!("mcp server `{}`: {notice}", config.name)),
-        }
-    }
-    for name in config.enabled_tools.iter().flatten() {
-        if !listed.iter().any(|tool| &tool.name == name) {
-            listing.notices.push(format!(
-                "mcp server `{}`: enabled_tools names `{name}`, which the server does not offer",
-                config.name
-            ));
-        }
-    }
-    listing
-}
-
-fn listed_tool(tool: &rmcp::model::Tool) -> ListedTool {
-    ListedTool {
-        name: tool.name.to_string(),
-        description: tool.description.as_ref().map(ToString::to_string),
-        input_schema: Value::Object((*tool.input_schema).clone()),
-        read_only: tool
-            .annotations
-            .as_ref()
-            .and_then(|a| a.read_only_hint)
-            .unwrap_or(false),
     }
 }

@@ -1,37 +1,54 @@
-//! One agent: its identity (fixed at spawn), its runtime state, and its handle on the session
-//! log (every line it records is a line of the log, projected into its rollout later).
+//! One agent's handle: its identity (fixed at spawn), its cancellation token, the runtime its
+//! own turns work on (history, turn spans), and its way into the session log. What the session
+//! decides about the agent (status, turn, residency, mailbox) is not here: the session task
+//! owns it (`session/core`).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use arbor_mailbox::Mailbox;
-use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId};
+use arbor_protocol::{AgentPath, Mail, ResponseItem, RolloutItem, SessionMeta, ThreadId};
 use arbor_roles::Capabilities;
 use arbor_rollout::log::{LogError, SessionLog};
 use arbor_tools::LiveProcesses;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Who an agent is. Never changes after spawn (behaviour §2 "beyond": a revived agent keeps
-/// its own model, effort, role and sandbox).
+/// its own model, effort, role and sandbox). Its rollout header is the identity the store and
+/// the rollout share; the rest is what this process derives from it.
 #[derive(Debug, Clone)]
 pub struct Identity {
-    pub id: ThreadId,
-    pub path: AgentPath,
-    pub parent: Option<ThreadId>,
-    pub depth: u32,
-    pub nickname: Option<String>,
-    pub role: String,
-    pub model: String,
-    pub effort: Option<String>,
+    /// The rollout header: id, path, parent, depth, nickname, role, model, effort, sandbox, cwd.
+    pub meta: SessionMeta,
     pub caps: Capabilities,
-    pub cwd: PathBuf,
     /// The rollout file (written from the session log): what revival replays.
     pub rollout_path: PathBuf,
     /// Role instructions given to the model with every request.
     pub instructions: String,
     /// Internal agents (the guardian) are outside `list_agents`, wait targets and the caps.
     pub internal: bool,
+}
+
+impl Identity {
+    /// The agent's thread id.
+    pub fn id(&self) -> ThreadId {
+        self.meta.thread_id
+    }
+
+    /// The agent's path.
+    pub fn path(&self) -> &AgentPath {
+        &self.meta.path
+    }
+
+    /// The parent's thread id (`None` for the root).
+    pub fn parent(&self) -> Option<ThreadId> {
+        self.meta.parent_id
+    }
+
+    /// The agent's working directory.
+    pub fn cwd(&self) -> &Path {
+        Path::new(&self.meta.cwd)
+    }
 }
 
 /// An agent's model history, shared with the requests made from it: appending copies it only
@@ -71,167 +88,124 @@ pub struct TurnSpan {
     pub final_answer: Option<String>,
 }
 
-/// What changes while an agent lives.
-#[derive(Debug)]
-pub struct AgentState {
-    pub status: AgentStatus,
+/// What an agent's own turns work on. Written by its turn task, set by a revival and dropped
+/// by an eviction (both while no turn runs), read for forks, reviews and views.
+#[derive(Debug, Default)]
+pub struct Runtime {
     pub history: History,
     pub turns: Vec<TurnSpan>,
-    pub mailbox: Mailbox,
-    /// Input for the next turn that is not mail (the user's prompt to the root).
-    pub pending_input: Vec<ResponseItem>,
     /// Number of the last turn started (turns count from 1).
     pub turn_no: u64,
-    /// Cancels the running turn only (interrupt).
-    pub turn_token: Option<CancellationToken>,
-    /// A turn is queued or running for this agent.
-    pub scheduled: bool,
-    pub closed: bool,
-    /// Model-visible last final answer, kept for `completed` statuses.
-    pub last_message: Option<String>,
-    /// Why the running turn was cancelled, set by whoever cancels it.
-    pub cancel_reason: Option<String>,
-    /// Tokens this agent used, as far as this process knows (replayed on revival).
-    pub usage: arbor_protocol::Usage,
     /// The model's error when the last turn ended on one (the guardian's reviews classify it).
     pub last_model_error: Option<arbor_model::ModelError>,
-    /// Approval requests of this agent waiting for an answer.
-    pub approvals_open: u32,
 }
 
-impl AgentState {
-    /// A turn is queued or running: waits, wake-once and eviction treat the agent as busy.
-    pub fn active(&self) -> bool {
-        self.scheduled
+/// A turn the session granted: stopped through its token, with the reason the session gives.
+#[derive(Debug)]
+pub struct TurnControl {
+    pub token: CancellationToken,
+    reason: OnceLock<String>,
+}
+
+impl TurnControl {
+    /// A control whose token is a child of `parent` (the agent's: closing it stops the turn).
+    pub fn new(parent: &CancellationToken) -> Arc<Self> {
+        Arc::new(Self {
+            token: parent.child_token(),
+            reason: OnceLock::new(),
+        })
+    }
+
+    /// Stops the turn with `reason` (the first reason given counts).
+    pub fn cancel(&self, reason: &str) {
+        let _ = self.reason.set(reason.to_string());
+        self.token.cancel();
+    }
+
+    /// Why the turn was stopped (`interrupted` when nobody said).
+    pub fn reason(&self) -> String {
+        self.reason
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "interrupted".to_string())
     }
 }
 
-/// What only a resident agent has: its task.
+/// What the session task sends an agent's task.
 #[derive(Debug)]
-struct Resident {
-    /// Tells the agent's task to run one turn.
-    go: mpsc::UnboundedSender<()>,
-    /// Stops the task (eviction); a child of the agent's token.
-    task: CancellationToken,
+pub enum AgentMsg {
+    /// Run a turn: the input and mail it starts with.
+    Go {
+        control: Arc<TurnControl>,
+        input: Vec<ResponseItem>,
+        mails: Vec<Mail>,
+    },
+    /// Mail handed to the running turn (or, after its final answer, to the next one).
+    Mail(Mail),
 }
 
-/// An agent known to this process: resident (with a runtime) or evicted (identity, status and
-/// mailbox only; its history is on disk).
+/// An agent known to this process.
 #[derive(Debug)]
 pub struct Agent {
     pub identity: Identity,
-    /// Cancelled when the agent is closed or the session shuts down; a child of the parent's.
+    /// Cancelled when the agent is closed or the session stops; a child of the parent's.
     pub token: CancellationToken,
-    state: Mutex<AgentState>,
-    resident: Mutex<Option<Resident>>,
-    /// Serialises revivals and evictions of this agent.
-    pub residency_lock: tokio::sync::Mutex<()>,
+    /// The agent's own runtime data. A lock of its own because it is not the session's state:
+    /// only the agent's turn writes it while a turn runs, and the session task only while none
+    /// does; never held across an `.await`.
+    runtime: Mutex<Runtime>,
     /// The session log, where everything the agent records goes.
     log: SessionLog,
     /// The lsn of the last line this agent recorded: its rollout holds everything once the
     /// log's projections have come that far.
-    pub last_recorded: std::sync::atomic::AtomicU64,
+    last_recorded: AtomicU64,
     /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
 }
 
 impl Agent {
-    /// A new, not yet resident agent in `status`.
-    pub fn new(
-        identity: Identity,
-        token: CancellationToken,
-        status: AgentStatus,
-        log: SessionLog,
-    ) -> Arc<Self> {
+    /// A new agent with an empty runtime.
+    pub fn new(identity: Identity, token: CancellationToken, log: SessionLog) -> Arc<Self> {
         Arc::new(Self {
             identity,
             token,
-            state: Mutex::new(AgentState {
-                status,
-                history: History::default(),
-                turns: Vec::new(),
-                mailbox: Mailbox::new(),
-                pending_input: Vec::new(),
-                turn_no: 0,
-                turn_token: None,
-                scheduled: false,
-                closed: false,
-                last_message: None,
-                cancel_reason: None,
-                usage: arbor_protocol::Usage::default(),
-                last_model_error: None,
-                approvals_open: 0,
-            }),
-            resident: Mutex::new(None),
-            residency_lock: tokio::sync::Mutex::new(()),
+            runtime: Mutex::new(Runtime::default()),
             log,
-            last_recorded: std::sync::atomic::AtomicU64::new(0),
+            last_recorded: AtomicU64::new(0),
             live: LiveProcesses::new(),
         })
     }
 
-    /// Makes the agent resident; returns its task's token and "run a turn" receiver.
-    pub fn install(&self) -> (CancellationToken, mpsc::UnboundedReceiver<()>) {
-        let (go, go_rx) = mpsc::unbounded_channel();
-        let task = self.token.child_token();
-        *self.lock_resident() = Some(Resident {
-            go,
-            task: task.clone(),
-        });
-        (task, go_rx)
-    }
-
-    /// Takes the runtime away (eviction): stops the task. False when it had none.
-    pub fn uninstall(&self) -> bool {
-        let Some(resident) = self.lock_resident().take() else {
-            return false;
-        };
-        resident.task.cancel();
-        true
-    }
-
-    /// Whether the agent has a runtime.
-    pub fn is_resident(&self) -> bool {
-        self.lock_resident().is_some()
-    }
-
-    fn lock_resident(&self) -> MutexGuard<'_, Option<Resident>> {
-        self.resident.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The agent's path.
     pub fn path(&self) -> &AgentPath {
-        &self.identity.path
+        self.identity.path()
     }
 
     /// The agent's id.
     pub fn id(&self) -> ThreadId {
-        self.identity.id
+        self.identity.id()
     }
 
-    /// Locks the runtime state. Never held across an `.await`.
-    pub fn state(&self) -> MutexGuard<'_, AgentState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The current status.
-    pub fn status(&self) -> AgentStatus {
-        self.state().status.clone()
+    /// Locks the agent's runtime. Never held across an `.await`.
+    pub fn runtime(&self) -> MutexGuard<'_, Runtime> {
+        self.runtime.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Records items of this agent: lines of the session log, visible to the session at once,
     /// durable with the log's next sync. Returns the log's lsn of the last one.
     pub fn record(&self, items: &[RolloutItem]) -> Result<u64, LogError> {
-        let lsn = self.log.append(self.identity.id, items.iter().cloned())?;
-        self.last_recorded
-            .fetch_max(lsn, std::sync::atomic::Ordering::AcqRel);
+        let lsn = self.log.append(self.identity.id(), items.iter().cloned())?;
+        self.recorded(lsn);
         Ok(lsn)
     }
 
-    /// Asks the agent's task to run one turn. False when the agent is not resident.
-    pub fn send_go(&self) -> bool {
-        self.lock_resident()
-            .as_ref()
-            .is_some_and(|r| r.go.send(()).is_ok())
+    /// A line of this agent's was appended at `lsn` by someone else (its spawn).
+    pub fn recorded(&self, lsn: u64) {
+        self.last_recorded.fetch_max(lsn, Ordering::AcqRel);
+    }
+
+    /// The lsn of the last line of this agent's.
+    pub fn last_recorded(&self) -> u64 {
+        self.last_recorded.load(Ordering::Acquire)
     }
 }

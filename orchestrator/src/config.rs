@@ -6,6 +6,9 @@ use std::time::Duration;
 use arbor_protocol::{ApprovalPolicy, ApprovalsReviewer, SandboxMode};
 
 /// Default deepest spawn depth (the root is 0).
+/// The reserved name of the internal guardian under the root.
+pub const GUARDIAN_NAME: &str = "guardian";
+
 pub const DEFAULT_MAX_DEPTH: u32 = 1;
 /// Default number of child turns running at once.
 pub const DEFAULT_MAX_RUNNING: usize = 6;

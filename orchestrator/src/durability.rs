@@ -1,66 +1,14 @@
-//! What the session's durability looks like from outside: waiting for the log and its
-//! projections, the failure that stopped them, and the log's creation and watch.
+//! The session log's creation, the watch that stops the session when the log or its
+//! projections fail, and the log's totals.
 
 use std::sync::Arc;
 
 use arbor_protocol::{ThreadId, Timestamp};
-use arbor_rollout::log::{self as session_log, LogError, SessionLog, Urgency};
+use arbor_rollout::log as session_log;
 
-use crate::runtime::Inner;
-use crate::{Orchestrator, OrchestratorError};
-
-impl Orchestrator {
-    /// Waits until everything appended so far is on disk and written to the rollouts and the
-    /// store (for callers that read those files while the session runs).
-    pub async fn flush(&self) -> Result<(), String> {
-        let upto = self.inner.log.appended();
-        self.inner
-            .log
-            .durable(upto, Urgency::Now)
-            .await
-            .map_err(|err| err.to_string())?;
-        self.inner.projection.projected(upto).await
-    }
-
-    /// Like [`Self::flush`], blocking the calling thread (never call it on a runtime worker
-    /// the session's agents need).
-    pub fn flush_blocking(&self) -> Result<(), String> {
-        let upto = self.inner.log.appended();
-        self.inner
-            .log
-            .wait_durable(upto, Urgency::Now)
-            .map_err(|err| err.to_string())?;
-        self.inner.projection.wait_projected(upto)
-    }
-
-    /// Waits until everything the session appended up to `lsn` is on disk: what prints an
-    /// event waits for the event's `lsn` with [`Urgency::Soon`].
-    pub async fn durable(&self, lsn: u64, urgency: Urgency) -> Result<(), LogError> {
-        self.inner.log.durable(lsn, urgency).await
-    }
-
-    /// The session log, for waiting on durability outside the runtime.
-    pub fn log(&self) -> &SessionLog {
-        &self.inner.log
-    }
-
-    /// Why the session could not go on writing, if it could not: the log (or its projections)
-    /// failed, naming the file and the system's reason.
-    pub fn failure(&self) -> Option<String> {
-        if let Some(err) = self.inner.log.failure() {
-            return Some(err.to_string());
-        }
-        self.inner.projection.failure()
-    }
-
-    /// Lines appended to the session log by this process, and the syncs they took.
-    pub fn log_totals(&self) -> LogTotals {
-        LogTotals {
-            lines: self.inner.log.appended(),
-            syncs: self.inner.log.syncs(),
-        }
-    }
-}
+use crate::ctx::Ctx;
+use crate::error::OrchestratorError;
+use crate::session::core::Input;
 
 /// What this process wrote to the session's log so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,19 +22,19 @@ pub struct LogTotals {
 /// Stops the session when its log or its projections fail (a full disk, an I/O error): no new
 /// turn starts, the running ones are interrupted, and nothing after the last durable line is
 /// acknowledged.
-pub(crate) fn watch_failure(inner: &Arc<Inner>) {
-    let watcher = Arc::clone(inner);
-    let token = inner.root_token.clone();
-    inner.tracker.spawn(async move {
+pub(crate) fn watch_failure(ctx: &Arc<Ctx>) {
+    let watcher = Arc::clone(ctx);
+    let token = ctx.root_token.clone();
+    ctx.tracker.spawn(async move {
         tokio::select! {
             () = token.cancelled() => {}
             err = watcher.log.failed() => {
                 tracing::error!(error = %err, "the session stops");
-                watcher.stop("session_log_failed");
+                watcher.session.send(Input::Stop { reason: "session_log_failed".to_string() });
             }
             err = watcher.projection.failed() => {
                 tracing::error!(error = %err, "the session stops");
-                watcher.stop("session_files_failed");
+                watcher.session.send(Input::Stop { reason: "session_files_failed".to_string() });
             }
         }
     });

@@ -13,6 +13,8 @@ use tokio::sync::mpsc;
 #[derive(Debug)]
 pub struct EventBus {
     log: SessionLog,
+    /// Who listens. A lock of its own: emitting is not a change of the session's state, and
+    /// any task emits.
     subscribers: Mutex<Vec<mpsc::UnboundedSender<EventLine>>>,
 }
 

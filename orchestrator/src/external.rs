@@ -13,9 +13,10 @@ use arbor_protocol::{
 };
 use arbor_rollout::log::append_external;
 
+use crate::error::OrchestratorError;
 use crate::lease::{Lease, LeaseError};
+use crate::mail;
 use crate::open::SessionView;
-use crate::{OrchestratorError, mail};
 
 /// Why an action from outside the tree was refused.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +35,7 @@ pub enum ExternalError {
 /// The open agent of the view that `target` (a path or a thread id) names.
 fn resolve<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, ExternalError> {
     let target = target.trim();
-    let session = view.root.id;
+    let session = view.root.id();
     if let Ok(id) = ThreadId::parse(target) {
         let row = view.state.thread(id).ok_or_else(|| {
             ExternalError::Refused(format!("agent `{target}` not found in session {session}"))
@@ -42,7 +43,7 @@ fn resolve<'a>(view: &'a SessionView, target: &str) -> Result<&'a AgentRow, Exte
         if view.state.behind_closed(row) {
             return Err(ExternalError::Refused(format!(
                 "agent {} is closed",
-                row.record.path
+                row.record.path()
             )));
         }
         return Ok(row);
@@ -79,18 +80,18 @@ pub fn send_external(
     mail::check_content(content).map_err(ExternalError::Refused)?;
     let view = SessionView::open(home, session)?;
     let target = resolve(&view, target)?;
-    mail::check_recipient(kind, &target.record.path).map_err(ExternalError::Refused)?;
+    mail::check_recipient(kind, target.record.path()).map_err(ExternalError::Refused)?;
     let mail = Mail::new(
         AgentPath::root(),
-        target.record.path.clone(),
+        target.record.path().clone(),
         kind,
         content.to_string(),
     );
     let line = RolloutItem::UserMail(UserMail {
-        recipient_id: target.record.id,
+        recipient_id: target.record.id(),
         mail: mail.clone(),
     });
-    append_external(&view.log_path, target.record.id, &[line])?;
+    append_external(&view.log_path, target.record.id(), &[line])?;
     Ok(SentExternal {
         mail,
         recipient: target.record.clone(),
@@ -105,16 +106,16 @@ pub fn close_external(
 ) -> Result<AgentStatus, ExternalError> {
     let view = SessionView::open(home, session)?;
     let target = resolve(&view, target)?;
-    if target.record.path.is_root() {
+    if target.record.path().is_root() {
         return Err(ExternalError::Refused(
             "root is not a spawned agent".to_string(),
         ));
     }
     let previous = target.reported_status(view.driven);
     let line = RolloutItem::UserClose(UserTarget {
-        target_id: target.record.id,
+        target_id: target.record.id(),
     });
-    append_external(&view.log_path, target.record.id, &[line])?;
+    append_external(&view.log_path, target.record.id(), &[line])?;
     Ok(previous)
 }
 
@@ -130,9 +131,9 @@ pub fn interrupt_external(
     let previous = target.reported_status(view.driven);
     if view.driven {
         let line = RolloutItem::UserInterrupt(UserTarget {
-            target_id: target.record.id,
+            target_id: target.record.id(),
         });
-        append_external(&view.log_path, target.record.id, &[line])?;
+        append_external(&view.log_path, target.record.id(), &[line])?;
     }
     Ok(previous)
 }
@@ -165,7 +166,7 @@ pub fn answer_external(
     let record = view.state.approval(request_id).cloned().ok_or_else(|| {
         ExternalError::Refused(format!(
             "approval request `{request_id}` not found in session {}",
-            view.root.id
+            view.root.id()
         ))
     })?;
     let key = crate::approval::record_key(&record);
@@ -200,7 +201,7 @@ pub fn answer_external(
         }
     };
     // Without a driver this process decides, holding the lease so that none starts meanwhile.
-    let lease = match Lease::acquire(home, view.root.id) {
+    let lease = match Lease::acquire(home, view.root.id()) {
         Ok(lease) => Some(lease),
         Err(LeaseError::Held { .. }) => None,
         Err(err) => return Err(OrchestratorError::from(err).into()),
@@ -227,7 +228,7 @@ pub fn answer_external(
             request_id: request_id.to_string(),
             approve,
         }));
-        Lease::holder(home, view.root.id)
+        Lease::holder(home, view.root.id())
     };
     append_external(&view.log_path, requester, &lines)?;
     drop(lease);

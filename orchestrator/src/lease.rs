@@ -1,10 +1,10 @@
-//! The session lease: one process drives a session at a time. An exclusive `flock` on
-//! `$ARBOR_HOME/leases/<session>.lock`, which holds the driver's pid. The kernel drops the lock
-//! when the process dies, so a dead driver's lease is free to take over.
+//! The session lease: one process drives a session at a time. An exclusive lock (std's
+//! `File::try_lock`, a `flock` underneath) on `$ARBOR_HOME/leases/<session>.lock`, which holds
+//! the driver's pid. The kernel drops the lock when the process dies, so a dead driver's lease
+//! is free to take over.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use arbor_protocol::ThreadId;
@@ -57,8 +57,11 @@ impl Lease {
             .truncate(false)
             .open(&path)
             .map_err(io)?;
-        // SAFETY: flock on a valid, open file descriptor owned by `file`.
-        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        let locked = match file.try_lock() {
+            Ok(()) => true,
+            Err(TryLockError::WouldBlock) => false,
+            Err(TryLockError::Error(err)) => return Err(io(err)),
+        };
         let mut previous = String::new();
         file.read_to_string(&mut previous).map_err(io)?;
         let previous = previous.trim().to_string();
@@ -92,9 +95,8 @@ impl Lease {
     pub fn holder(home: &Path, session: ThreadId) -> Option<u32> {
         let path = lease_path(home, session);
         let mut file = File::open(&path).ok()?;
-        // SAFETY: flock on a valid, open file descriptor owned by `file`.
-        let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
-        if free {
+        // Free when a shared lock can be had: no driver holds the exclusive one.
+        if !matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock)) {
             return None;
         }
         let mut text = String::new();

@@ -13,7 +13,7 @@ use arbor_protocol::{Mail, RolloutItem, RolloutLine, ThreadId, Timestamp, UserMa
 use arbor_rollout::read_rollout;
 use serde_json::Value;
 
-use crate::OrchestratorError;
+use crate::error::OrchestratorError;
 
 fn fail(what: impl std::fmt::Display) -> OrchestratorError {
     OrchestratorError::Start(format!(
@@ -31,20 +31,20 @@ pub fn convert(
     let mut notices = Vec::new();
     // (time, thread order, line order) keeps each agent's lines in their order.
     let mut lines: Vec<(Timestamp, usize, usize, ThreadId, RolloutItem)> = Vec::new();
-    let threads = store.threads_in_session(root.id)?;
+    let threads = store.threads_in_session(root.id())?;
     let mut rollouts: Vec<(ThreadId, PathBuf)> = Vec::new();
     for (order, thread) in threads.iter().enumerate() {
         let path = home.join(&thread.rollout_path);
         let read = read_rollout(&path).map_err(fail)?;
         notices.extend(read.notices);
         for (n, (_, line)) in read.lines.into_iter().enumerate() {
-            lines.push((line.timestamp, order, n, thread.id, line.item));
+            lines.push((line.timestamp, order, n, thread.id(), line.item));
         }
-        rollouts.push((thread.id, path));
+        rollouts.push((thread.id(), path));
     }
     let journal = home
         .join(&root.rollout_path)
-        .with_file_name(format!("journal-{}.jsonl", root.id));
+        .with_file_name(format!("journal-{}.jsonl", root.id()));
     for (n, (at, thread, item)) in journal_items(&journal, &mut notices)
         .into_iter()
         .enumerate()
@@ -73,12 +73,12 @@ pub fn convert(
     }
     write_lines(log_path, numbered.iter())?;
     // The rows the store holds stay; reconcile applies the whole log over them.
-    let mut state: SessionState = store.load_session(root.id)?;
+    let mut state: SessionState = store.load_session(root.id())?;
     state.applied = LogPosition::default();
     store.commit(&mut state)?;
     notices.push(format!(
         "session {} was made by an earlier arbor: wrote its session log {}",
-        root.id,
+        root.id(),
         log_path.display()
     ));
     Ok(notices)

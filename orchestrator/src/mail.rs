@@ -1,17 +1,16 @@
-//! Sending and delivering mail: the mail is a line of the session log first, then it is
-//! announced and handed to the recipient's mailbox, waking it when the mail asks for a turn.
-//! Inside the session this happens at once; the log's sync covers it before anything about it
-//! leaves the session (behaviour §4, §9).
+//! Sending mail: the mail is a line of the session log first, then it is announced, then the
+//! session task delivers it (waking the recipient when the mail asks for a turn). Inside the
+//! session this happens at once; the log's sync covers it before anything about it leaves the
+//! session (behaviour §4, §9).
 
-use std::sync::Arc;
-
-use arbor_mailbox::Arrival;
 use arbor_protocol::text::truncate_middle;
 use arbor_protocol::{AgentPath, Event, Mail, MailKind, RolloutItem, UserMail};
 
 use crate::agent::Agent;
 use crate::config::MAIL_MAX_BYTES;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
+use crate::error::OrchestratorError;
+use crate::session::core::Input;
 
 /// The text a model sees for an empty message.
 pub const EMPTY_MESSAGE: &str = "Empty message can't be sent to an agent";
@@ -19,20 +18,23 @@ pub const EMPTY_MESSAGE: &str = "Empty message can't be sent to an agent";
 pub const FOLLOWUP_TO_ROOT: &str = "Follow-up tasks can't target the root agent";
 
 /// Sends one mail from `author` to `recipient`: a `mail_sent` line of the author's, then
-/// `mail.sent`, then the recipient's mailbox.
+/// `mail.sent`, then the session delivers it.
 pub fn send(
-    inner: &Arc<Inner>,
-    author: &Arc<Agent>,
-    recipient: &Arc<Agent>,
+    ctx: &Ctx,
+    author: &Agent,
+    recipient: &Agent,
     kind: MailKind,
     content: &str,
-) -> Result<Mail, String> {
+) -> Result<Mail, OrchestratorError> {
     let mail = compose(author, recipient, kind, content);
     author
         .record(&[RolloutItem::MailSent(mail.clone())])
-        .map_err(|err| format!("mail not sent: {err}"))?;
-    announce(inner, &mail);
-    push(inner, recipient, mail.clone());
+        .map_err(|err| OrchestratorError::Refused(format!("mail not sent: {err}")))?;
+    announce(ctx, &mail);
+    ctx.session.send(Input::Mail {
+        recipient: recipient.id(),
+        mail: mail.clone(),
+    });
     Ok(mail)
 }
 
@@ -49,22 +51,6 @@ pub fn compose_to(author: &Agent, recipient: &AgentPath, kind: MailKind, content
         kind,
         truncate_middle(content, MAIL_MAX_BYTES),
     )
-}
-
-/// Puts a mail already in the log into the recipient's mailbox and wakes it if due. A mail
-/// the mailbox holds already is not delivered again.
-pub fn push(inner: &Arc<Inner>, recipient: &Arc<Agent>, mail: Mail) {
-    let arrival = {
-        let mut state = recipient.state();
-        if state.closed || state.mailbox.contains(mail.id) {
-            return;
-        }
-        state.mailbox.push(mail)
-    };
-    match arrival {
-        Arrival::Wake => inner.request_turn(recipient),
-        Arrival::JoinsTurn | Arrival::Waits => inner.bump(),
-    }
 }
 
 /// Refuses empty content (after trimming), with the contract's text.
@@ -84,8 +70,8 @@ pub fn check_recipient(kind: MailKind, recipient: &AgentPath) -> Result<(), Stri
 }
 
 /// Reports a mail that is in the log (`mail.sent`).
-pub fn announce(inner: &Inner, mail: &Mail) {
-    inner.events.emit(Event::MailSent {
+pub fn announce(ctx: &Ctx, mail: &Mail) {
+    ctx.events.emit(Event::MailSent {
         id: mail.id,
         kind: mail.kind,
         author: mail.author.clone(),
@@ -98,13 +84,13 @@ pub fn announce(inner: &Inner, mail: &Mail) {
 /// process driving the session: a `user_mail` line, then the mailbox; a follow-up wakes (and
 /// revives) the recipient.
 pub fn send_from_user(
-    inner: &Arc<Inner>,
-    recipient: &Arc<Agent>,
+    ctx: &Ctx,
+    recipient: &Agent,
     kind: MailKind,
     content: &str,
-) -> Result<Mail, String> {
-    check_content(content)?;
-    check_recipient(kind, recipient.path())?;
+) -> Result<Mail, OrchestratorError> {
+    check_content(content).map_err(OrchestratorError::Refused)?;
+    check_recipient(kind, recipient.path()).map_err(OrchestratorError::Refused)?;
     let mail = Mail::new(
         AgentPath::root(),
         recipient.path().clone(),
@@ -115,11 +101,11 @@ pub fn send_from_user(
         recipient_id: recipient.id(),
         mail: mail.clone(),
     });
-    inner
-        .log
-        .append(recipient.id(), [line])
-        .map_err(|err| err.to_string())?;
-    announce(inner, &mail);
-    push(inner, recipient, mail.clone());
+    ctx.log.append(recipient.id(), [line])?;
+    announce(ctx, &mail);
+    ctx.session.send(Input::Mail {
+        recipient: recipient.id(),
+        mail: mail.clone(),
+    });
     Ok(mail)
 }

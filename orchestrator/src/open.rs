@@ -11,12 +11,12 @@ use arbor_protocol::ThreadId;
 use arbor_rollout::RolloutProjector;
 use arbor_rollout::log::{self, Start};
 
+use crate::error::OrchestratorError;
 use crate::lease::Lease;
-use crate::{OrchestratorError, find_root};
 
 /// The log of the session whose root is `root`.
 pub fn log_path_of(home: &Path, root: &ThreadRecord) -> PathBuf {
-    log::log_path(&home.join(&root.rollout_path), root.id)
+    log::log_path(&home.join(&root.rollout_path), root.id())
 }
 
 /// Writes the session log of a session an earlier arbor made (rollouts and a journal, no log);
@@ -40,6 +40,22 @@ pub struct Reconciled {
     pub notices: Vec<String>,
 }
 
+/// Finds a session's root by id or prefix; a child's id is refused with the root's id.
+pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, OrchestratorError> {
+    if let Ok(id) = ThreadId::parse(session.trim())
+        && let Some(thread) = store.thread(id)?
+        && thread.parent_id().is_some()
+    {
+        return Err(OrchestratorError::Start(format!(
+            "{id} is the agent {} of session {}, not a session; resume the whole tree with `arbor resume {}`",
+            thread.path(),
+            thread.session_id(),
+            thread.session_id()
+        )));
+    }
+    Ok(store.find_session_by_prefix(session)?)
+}
+
 /// Brings the rollouts and the store of `session` up to its log. Only the process holding the
 /// session's lease may do this (it writes both).
 pub fn reconcile(
@@ -53,7 +69,7 @@ pub fn reconcile(
     if !log_path.exists() {
         match store.thread(session)? {
             // Made by an earlier arbor: its rollouts and journal become its log.
-            Some(root) if root.parent_id.is_none() => {
+            Some(root) if root.parent_id().is_none() => {
                 notices.extend(crate::legacy::convert(home, store, &root, log_path)?);
             }
             _ => {
@@ -84,7 +100,7 @@ pub fn reconcile(
         notices.extend(skipped);
         let mut rollouts = RolloutProjector::new(home);
         for row in state.threads.values() {
-            rollouts.register(row.record.id, Path::new(&row.record.rollout_path));
+            rollouts.register(row.record.id(), Path::new(&row.record.rollout_path));
         }
         rollouts
             .project(&lines)
@@ -134,14 +150,14 @@ impl SessionView {
     /// The view of the session whose root is `root`.
     pub fn of(home: &Path, store: Store, root: ThreadRecord) -> Result<Self, OrchestratorError> {
         let log_path = log_path_of(home, &root);
-        let mut state = store.load_session(root.id)?;
+        let mut state = store.load_session(root.id())?;
         let stored = state.applied;
         let read = log::read_log(&log_path, state.applied.offset)
             .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         for (line, end) in &read.lines {
             state.apply(line, *end);
         }
-        let driven = Lease::holder(home, root.id).is_some();
+        let driven = Lease::holder(home, root.id()).is_some();
         Ok(Self {
             store,
             root,

@@ -71,6 +71,15 @@ impl ProjectDocs {
         }
     }
 
+    /// The instructions of a new agent of `role` working in `cwd` (its files read off the
+    /// async workers): the role's, then the project's.
+    pub async fn for_new_agent(&self, role: &Role, cwd: &Path, internal: bool) -> String {
+        if !internal {
+            self.preload(vec![cwd.to_path_buf()]).await;
+        }
+        self.instructions(role, cwd, internal)
+    }
+
     /// The instructions of an agent of `role` working in `cwd`: the role's, then the project's.
     /// Reads the files unless [`ProjectDocs::preload`] did.
     pub fn instructions(&self, role: &Role, cwd: &Path, internal: bool) -> String {
@@ -204,6 +213,48 @@ mod tests {
         assert_eq!(read_docs(&plain), "");
     }
 
+    #[tokio::test]
+    async fn each_agent_reads_its_own_cwd_and_a_worktree_is_a_repository() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let main = dir.path().join("main");
+        let tree = dir.path().join("main-wt");
+        std::fs::create_dir_all(main.join(".git")).expect("git");
+        std::fs::create_dir_all(tree.join("src")).expect("mkdir");
+        // A worktree's `.git` is a file naming the real git dir.
+        std::fs::write(tree.join(".git"), "gitdir: ../main/.git/worktrees/wt\n").expect("git");
+        std::fs::write(main.join(PROJECT_DOC_FILE), "main rules").expect("write");
+        std::fs::write(tree.join(PROJECT_DOC_FILE), "worktree rules").expect("write");
+        std::fs::write(tree.join("src").join(PROJECT_DOC_FILE), "src rules").expect("write");
+        let roles = arbor_roles::RoleSet::builtin();
+        let role = roles.get(arbor_roles::DEFAULT_ROLE).expect("default role");
+        let docs = ProjectDocs::new(true);
+        let in_main = docs.for_new_agent(role, &main, false).await;
+        let in_tree = docs.for_new_agent(role, &tree.join("src"), false).await;
+        assert!(
+            in_main.contains("main rules") && !in_main.contains("worktree"),
+            "{in_main}"
+        );
+        assert!(!in_tree.contains("main rules"), "{in_tree}");
+        let (top, below) = (
+            in_tree
+                .find("## AGENTS.md\n\nworktree rules")
+                .expect("worktree root"),
+            in_tree.find("## src/AGENTS.md\n\nsrc rules").expect("src"),
+        );
+        assert!(top < below, "{in_tree}");
+        assert!(in_tree.starts_with(&crate::lifecycle::instructions_for(role)));
+        // The guardian and a session without project docs get the role's alone.
+        assert_eq!(
+            docs.for_new_agent(role, &main, true).await,
+            crate::lifecycle::instructions_for(role)
+        );
+        let off = ProjectDocs::new(false);
+        assert_eq!(
+            off.for_new_agent(role, &main, false).await,
+            crate::lifecycle::instructions_for(role)
+        );
+    }
+
     #[test]
     fn the_budget_cuts_with_a_notice() {
         let files = vec![
@@ -213,8 +264,14 @@ mod tests {
         ];
         let text = join(&files, 15);
         assert!(text.contains(&"a".repeat(10)), "{text}");
-        assert!(text.contains("## x/AGENTS.md\n\nbbbbb\n\n[project instructions truncated: 30 bytes"), "{text}");
-        assert!(text.contains("x/AGENTS.md was cut and x/y/AGENTS.md left out]"), "{text}");
+        assert!(
+            text.contains("## x/AGENTS.md\n\nbbbbb\n\n[project instructions truncated: 30 bytes"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x/AGENTS.md was cut and x/y/AGENTS.md left out]"),
+            "{text}"
+        );
         assert!(!text.contains("ccc"), "{text}");
         assert_eq!(join(&files, 100).matches("## ").count(), 3);
     }

@@ -12,6 +12,8 @@ use arbor_rollout::RolloutProjector;
 use arbor_rollout::log::Synced;
 use tokio::sync::watch;
 
+use crate::error::OrchestratorError;
+
 /// The projection thread's progress: every append up to `lsn` is in the rollouts and the
 /// store; `failed` holds why the projection stopped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,8 +26,11 @@ pub struct Progress {
 #[derive(Debug)]
 pub struct Projection {
     progress: watch::Sender<Progress>,
-    /// The same progress, for threads outside the runtime.
+    /// The same progress, for threads outside the runtime. A lock (with its condvar) because
+    /// blocking threads wait on it; it mirrors the projection thread's progress, not the
+    /// session's state.
     blocking: Arc<(Mutex<Progress>, std::sync::Condvar)>,
+    /// The projection thread, joined once at shutdown (a lock only to take it out).
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -40,7 +45,7 @@ impl Projection {
     ) -> std::io::Result<Arc<Self>> {
         let mut rollouts = RolloutProjector::new(home);
         for row in state.threads.values() {
-            rollouts.register(row.record.id, Path::new(&row.record.rollout_path));
+            rollouts.register(row.record.id(), Path::new(&row.record.rollout_path));
         }
         let projection = Arc::new(Self {
             progress: watch::Sender::new(Progress::default()),
@@ -66,7 +71,7 @@ impl Projection {
     }
 
     /// Waits until every append up to `lsn` is in the rollouts and the store.
-    pub async fn projected(&self, lsn: u64) -> Result<(), String> {
+    pub async fn projected(&self, lsn: u64) -> Result<(), OrchestratorError> {
         let mut progress = self.progress.subscribe();
         loop {
             {
@@ -75,17 +80,19 @@ impl Projection {
                     return Ok(());
                 }
                 if let Some(failed) = &now.failed {
-                    return Err(failed.clone());
+                    return Err(OrchestratorError::Projection(failed.clone()));
                 }
             }
             if progress.changed().await.is_err() {
-                return Err("the session's projections have stopped".to_string());
+                return Err(OrchestratorError::Projection(
+                    "the session's projections have stopped".to_string(),
+                ));
             }
         }
     }
 
     /// Blocks until every append up to `lsn` is projected (for threads outside the runtime).
-    pub fn wait_projected(&self, lsn: u64) -> Result<(), String> {
+    pub fn wait_projected(&self, lsn: u64) -> Result<(), OrchestratorError> {
         let (lock, changed) = &*self.blocking;
         let mut now = lock.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
@@ -93,7 +100,7 @@ impl Projection {
                 return Ok(());
             }
             if let Some(failed) = &now.failed {
-                return Err(failed.clone());
+                return Err(OrchestratorError::Projection(failed.clone()));
             }
             now = changed.wait(now).unwrap_or_else(PoisonError::into_inner);
         }

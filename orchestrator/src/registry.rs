@@ -1,4 +1,5 @@
-//! The agent registry: live agents by id, open agents by path, children by parent.
+//! The agents' handles: every agent by id, and open agents by path. Turns and tools read it
+//! without asking the session task; the session task alone adds and removes.
 
 use std::sync::Arc;
 
@@ -12,7 +13,6 @@ use crate::agent::Agent;
 pub struct Registry {
     by_id: DashMap<ThreadId, Arc<Agent>>,
     open_paths: DashMap<AgentPath, ThreadId>,
-    children: DashMap<ThreadId, Vec<ThreadId>>,
 }
 
 impl Registry {
@@ -24,9 +24,6 @@ impl Registry {
             dashmap::Entry::Vacant(slot) => {
                 slot.insert(id);
             }
-        }
-        if let Some(parent) = agent.identity.parent {
-            self.children.entry(parent).or_default().push(id);
         }
         self.by_id.insert(id, agent);
         true
@@ -43,6 +40,13 @@ impl Registry {
         self.get(id)
     }
 
+    /// Whether the agent is open (its path is still its own).
+    pub fn is_open(&self, agent: &Agent) -> bool {
+        self.open_paths
+            .get(agent.path())
+            .is_some_and(|entry| *entry.value() == agent.id())
+    }
+
     /// Whether an open agent holds this path.
     pub fn path_taken(&self, path: &AgentPath) -> bool {
         self.open_paths.contains_key(path)
@@ -57,22 +61,7 @@ impl Registry {
     /// Forgets an agent that was never started (its creation failed).
     pub fn remove(&self, agent: &Agent) {
         self.release_path(agent);
-        if let Some(parent) = agent.identity.parent
-            && let Some(mut siblings) = self.children.get_mut(&parent)
-        {
-            siblings.retain(|id| *id != agent.id());
-        }
         self.by_id.remove(&agent.id());
-    }
-
-    /// The direct children of an agent, in spawn order.
-    pub fn children(&self, parent: ThreadId) -> Vec<Arc<Agent>> {
-        let ids = self
-            .children
-            .get(&parent)
-            .map(|entry| entry.value().clone())
-            .unwrap_or_default();
-        ids.into_iter().filter_map(|id| self.get(id)).collect()
     }
 
     /// Every agent, in id (creation) order.

@@ -10,15 +10,19 @@ use std::sync::Arc;
 
 use arbor_agent_graph::{EdgeStatus, SessionState, Store, ThreadRecord};
 use arbor_model::ModelClient;
-use arbor_protocol::{AgentStatus, SandboxMode, ThreadId};
-use arbor_roles::{Capabilities, RoleSet};
+use arbor_protocol::{AgentStatus, RolloutItem, SandboxMode, StatusChanged, ThreadId};
+use arbor_roles::{Capabilities, Role, RoleSet};
 use arbor_rollout::log::SessionLog;
 
 use crate::agent::{Agent, Identity};
-use crate::open::{Reconciled, log_path_of, reconcile};
+use crate::config::RunConfig;
+use crate::ctx::{Ctx, SessionFiles};
+use crate::error::OrchestratorError;
+use crate::facade::Orchestrator;
+use crate::lease::Lease;
+use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
-use crate::runtime::{Inner, Session};
-use crate::{Lease, Orchestrator, OrchestratorError, RunConfig};
+use crate::session::core::{Input, Registration};
 
 /// What a resume found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,20 +33,6 @@ pub struct ResumeInfo {
     pub took_over_from: Option<u32>,
     /// Things the user should know (roles that no longer exist, repaired statuses).
     pub notices: Vec<String>,
-}
-
-/// Finds a session's root by id or prefix; a child's id is refused with the root's id.
-pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, OrchestratorError> {
-    if let Ok(id) = ThreadId::parse(session.trim())
-        && let Some(thread) = store.thread(id)?
-        && thread.parent_id.is_some()
-    {
-        return Err(OrchestratorError::Start(format!(
-            "{id} is the agent {} of session {}, not a session; resume the whole tree with `arbor resume {}`",
-            thread.path, thread.session_id, thread.session_id
-        )));
-    }
-    Ok(store.find_session_by_prefix(session)?)
 }
 
 struct Loaded {
@@ -59,18 +49,18 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     let store = Store::open(&home)?;
     let root = find_root(&store, &session)?;
     // Workspace roles come from the session's own workspace, wherever the user stands now.
-    let workspace = if root.cwd.is_empty() {
+    let workspace = if root.meta.cwd.is_empty() {
         cwd
     } else {
-        PathBuf::from(&root.cwd)
+        PathBuf::from(&root.meta.cwd)
     };
     let roles = RoleSet::load(&home, &workspace)?;
     let policy = arbor_tools::Policy::load(&home, &workspace)?;
     // Probe the kernel's sandbox support here, off the async workers (once per process).
     arbor_tools::sandbox_status(SandboxMode::WorkspaceWrite);
-    let lease = Lease::acquire(&home, root.id)?;
+    let lease = Lease::acquire(&home, root.id())?;
     let log_path = log_path_of(&home, &root);
-    let reconciled = reconcile(&home, &store, root.id, &log_path)?;
+    let reconciled = reconcile(&home, &store, root.id(), &log_path)?;
     Ok(Loaded {
         store,
         roles,
@@ -95,7 +85,7 @@ impl Orchestrator {
         let loaded = tokio::task::spawn_blocking(move || load(home, cwd, session))
             .await
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
-        config.cwd = PathBuf::from(&loaded.root.cwd);
+        config.cwd = PathBuf::from(&loaded.root.meta.cwd);
         let took_over_from = loaded.lease.took_over_from;
         let Reconciled {
             state,
@@ -111,28 +101,34 @@ impl Orchestrator {
             outlets.synced,
         )
         .map_err(|err| OrchestratorError::Start(err.to_string()))?;
-        let inner = Arc::new(Inner::new(
+        let files = SessionFiles {
+            id: loaded.root.id(),
+            log,
+            projection,
+            store: loaded.store,
+        };
+        let orch = Orchestrator::assemble(
             config,
-            Session {
-                id: loaded.root.id,
-                log,
-                projection,
-                store: loaded.store,
-            },
+            files,
             model,
             loaded.roles,
             loaded.policy,
-        ));
+            loaded.lease,
+            outlets.external,
+        );
         if let Some(pid) = took_over_from {
             notices.push(format!(
                 "took over the lease of process {pid}, which is gone"
             ));
         }
-        let cwds = state.threads.values().map(|row| PathBuf::from(&row.record.cwd));
-        inner.project_docs.preload(cwds.collect()).await;
-        let registered = register_tree(&inner, &state, &mut notices);
+        let cwds = state
+            .threads
+            .values()
+            .map(|row| PathBuf::from(&row.record.meta.cwd));
+        orch.ctx.project_docs.preload(cwds.collect()).await;
+        let registered = register_tree(&orch.ctx, &state, &mut notices);
         let root = registered
-            .get(&loaded.root.id)
+            .get(&loaded.root.id())
             .cloned()
             .ok_or_else(|| OrchestratorError::Start("the session's root is missing".into()))?;
         let pending: Vec<_> = state
@@ -153,8 +149,10 @@ impl Orchestrator {
             took_over_from,
             notices,
         };
-        crate::approval::restore(&inner, &state, pending);
-        let orch = Orchestrator::assemble(inner, loaded.lease, Some(root), outlets.external);
+        // Every agent is registered with the session before anything addresses one.
+        orch.ctx.session.ask(|ticket| Input::Sync { ticket }).await;
+        crate::approval::restore(&orch.ctx, &state, pending);
+        orch.set_root(root);
         Ok((orch, info))
     }
 
@@ -162,19 +160,7 @@ impl Orchestrator {
     /// a turn (a spawn's task, a follow-up) are started, within the running cap, and idle
     /// parents owed a wake-once get it (the root only when a process drives it).
     pub fn finish_owed(&self) {
-        let inner = &self.inner;
-        for agent in inner.registry.all() {
-            let owed = {
-                let state = agent.state();
-                !state.closed && state.mailbox.pending().any(|mail| mail.trigger_turn)
-            };
-            if owed && !agent.identity.internal {
-                inner.request_turn(&agent);
-            }
-        }
-        for agent in inner.registry.all() {
-            crate::turn_end::maybe_wake_once(inner, &agent);
-        }
+        self.ctx.session.send(Input::FinishOwed);
     }
 }
 
@@ -184,15 +170,15 @@ pub const LOST_TASK: &str =
 
 /// Registers the agents reachable from the root through open edges, parents first.
 fn register_tree(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     state: &SessionState,
     notices: &mut Vec<String>,
 ) -> HashMap<ThreadId, Arc<Agent>> {
     let mut registered: HashMap<ThreadId, Arc<Agent>> = HashMap::new();
     let mut rows: Vec<_> = state.threads.values().collect();
-    rows.sort_by_key(|row| (row.record.depth, row.record.id));
+    rows.sort_by_key(|row| (row.record.meta.depth, row.record.id()));
     for row in rows {
-        let parent = match row.record.parent_id {
+        let parent = match row.record.parent_id() {
             None => None,
             Some(id) => match registered.get(&id) {
                 Some(parent) => Some(Arc::clone(parent)),
@@ -203,88 +189,88 @@ fn register_tree(
             continue;
         }
         let mut status = row.reported_status(false);
-        let unread = state.unread(row.record.id).count();
+        let unread: Vec<_> = state.unread(row.record.id()).cloned().collect();
         if status == AgentStatus::PendingInit
             && parent.is_some()
-            && unread == 0
-            && row.record.role != arbor_roles::GUARDIAN_ROLE
+            && unread.is_empty()
+            && row.record.meta.role != arbor_roles::GUARDIAN_ROLE
         {
             // Its header reached the log and its task did not (a write cut by a crash): it
             // would wait for a task forever.
             status = AgentStatus::Errored(LOST_TASK.to_string());
         }
-        let agent = register(inner, &row.record, status, parent.as_ref(), notices);
-        agent
-            .state()
-            .mailbox
-            .restore(state.unread(row.record.id).cloned());
-        registered.insert(row.record.id, agent);
+        let (agent, role) = handle_of(ctx, &row.record, parent.as_ref(), notices);
+        if status != row.record.status {
+            // A status the last run left active (or a lost task) is recorded as it is now.
+            let line = RolloutItem::Status(StatusChanged {
+                status: status.clone(),
+            });
+            if let Err(err) = ctx.log.append(row.record.id(), [line]) {
+                tracing::error!(error = %err, "status not recorded");
+            }
+        }
+        let last_message = match &status {
+            AgentStatus::Completed(message) => message.clone(),
+            _ => None,
+        };
+        let registration = Registration {
+            id: row.record.id(),
+            path: row.record.path().clone(),
+            parent: row.record.parent_id(),
+            internal: agent.identity.internal,
+            status,
+            fresh: false,
+            unread,
+            last_message,
+            ticket: None,
+        };
+        ctx.session.restore(Arc::clone(&agent), role, registration);
+        registered.insert(row.record.id(), agent);
     }
     registered
 }
 
-/// Registers one stored agent (not resident), recording a status the last run left active.
-fn register(
-    inner: &Arc<Inner>,
+/// The handle of one stored agent (not resident), and the role it runs as now.
+fn handle_of(
+    ctx: &Ctx,
     record: &ThreadRecord,
-    status: AgentStatus,
     parent: Option<&Arc<Agent>>,
     notices: &mut Vec<String>,
-) -> Arc<Agent> {
-    let role = match inner.roles.get(&record.role) {
+) -> (Arc<Agent>, Role) {
+    let role = match ctx.roles.get(&record.meta.role) {
         Ok(role) => role.clone(),
-        Err(_) if record.role == arbor_roles::GUARDIAN_ROLE => inner.roles.guardian().clone(),
+        Err(_) if record.meta.role == arbor_roles::GUARDIAN_ROLE => ctx.roles.guardian().clone(),
         Err(_) => {
             notices.push(format!(
                 "{}: role '{}' is no longer defined; it keeps its stored settings with the default role's instructions",
-                record.path, record.role
+                record.path(), record.meta.role
             ));
-            inner
-                .roles
+            ctx.roles
                 .get(arbor_roles::DEFAULT_ROLE)
                 .cloned()
-                .unwrap_or_else(|_| inner.roles.guardian().clone())
+                .unwrap_or_else(|_| ctx.roles.guardian().clone())
         }
     };
-    let sandbox = SandboxMode::parse(&record.sandbox).unwrap_or(SandboxMode::ReadOnly);
+    let sandbox = SandboxMode::parse(&record.meta.sandbox).unwrap_or(SandboxMode::ReadOnly);
     let mut caps = match parent {
         Some(parent) => parent.identity.caps.narrow_for(&role),
-        None => Capabilities::root(sandbox, inner.config.approval_policy).narrow_for(&role),
+        None => Capabilities::root(sandbox, ctx.config.approval_policy).narrow_for(&role),
     };
     caps.sandbox = sandbox;
     let identity = Identity {
-        id: record.id,
-        path: record.path.clone(),
-        parent: record.parent_id,
-        depth: record.depth,
-        nickname: record.nickname.clone(),
-        role: record.role.clone(),
-        model: record.model.clone(),
-        effort: record.effort.clone(),
+        meta: record.meta.clone(),
         caps,
-        cwd: PathBuf::from(&record.cwd),
-        rollout_path: inner.config.home.join(&record.rollout_path),
-        instructions: inner.project_docs.instructions(
+        rollout_path: ctx.config.home.join(&record.rollout_path),
+        instructions: ctx.project_docs.instructions(
             &role,
-            std::path::Path::new(&record.cwd),
-            record.role == arbor_roles::GUARDIAN_ROLE,
+            std::path::Path::new(&record.meta.cwd),
+            record.meta.role == arbor_roles::GUARDIAN_ROLE,
         ),
-        internal: record.role == arbor_roles::GUARDIAN_ROLE,
+        internal: record.meta.role == arbor_roles::GUARDIAN_ROLE,
     };
     let token = match parent {
         Some(parent) => parent.token.child_token(),
-        None => inner.root_token.child_token(),
+        None => ctx.root_token.child_token(),
     };
-    if status != record.status {
-        inner.persist_status_id(record.id, &status);
-    }
-    let agent = Agent::new(identity, token, status.clone(), inner.log.clone());
-    if let AgentStatus::Completed(message) = status {
-        agent.state().last_message = message;
-    }
-    if let Some(nickname) = &record.nickname {
-        inner.mark_nickname_used(&role, nickname);
-    }
-    inner.registry.insert(Arc::clone(&agent));
-    agent
+    (Agent::new(identity, token, ctx.log.clone()), role)
 }

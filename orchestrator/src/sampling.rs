@@ -9,32 +9,12 @@ use std::sync::Arc;
 use arbor_model::{ModelEvent, ModelRequest};
 use arbor_protocol::{Event, ResponseItem, RolloutItem, Usage};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 pub mod output_limit;
 
 use crate::agent::Agent;
-use crate::runtime::Inner;
-use crate::tools::{self, Call};
-
-/// A running call that is stopped when its handle is dropped (a cut turn stops it).
-#[derive(Debug)]
-pub struct Started(JoinHandle<String>);
-
-impl Started {
-    /// Waits for the call's output.
-    pub async fn output(mut self) -> String {
-        (&mut self.0)
-            .await
-            .unwrap_or_else(|err| format!("the tool failed to run: {err}"))
-    }
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+use crate::ctx::Ctx;
+use crate::tools::{self, Call, Started};
 
 /// Why a response could not be had.
 #[derive(Debug)]
@@ -89,12 +69,12 @@ pub const CANCELLED_BY_RETRY: &str =
 
 /// Streams one response for `agent`.
 pub async fn sample(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &ModelRequest,
 ) -> Result<Sampled, SampleFailure> {
     let (events_tx, mut events_rx) = mpsc::unbounded_channel();
-    let respond = inner.model.respond(request, &events_tx);
+    let respond = ctx.model.respond(request, &events_tx);
     tokio::pin!(respond);
     let mut done: Vec<ResponseItem> = Vec::new();
     let mut recorded = 0usize;
@@ -110,21 +90,21 @@ pub async fn sample(
                         record(agent, &done[recorded..])?;
                         // What the model wrote before this call is announced before it.
                         for item in &done[recorded..done.len() - 1] {
-                            announce(inner, agent, item);
+                            announce(ctx, agent, item);
                         }
                         recorded = done.len();
                         if let Some(ResponseItem::FunctionCall { call_id, name, arguments }) = done.last() {
                             let call = Call { call_id: call_id.clone(), name: name.clone(), arguments: arguments.clone() };
-                            emit_call(inner, agent, &call);
-                            let (inner, agent) = (Arc::clone(inner), Arc::clone(agent));
+                            emit_call(ctx, agent, &call);
+                            let (ctx, agent) = (Arc::clone(ctx), Arc::clone(agent));
                             early.insert(call.call_id.clone(), Started(tokio::spawn(async move {
-                                tools::dispatch(&inner, &agent, &call).await
+                                tools::dispatch(&ctx, &agent, &call).await
                             })));
                         }
                     }
                 }
                 ModelEvent::Retrying { reason, retry_in_ms } => {
-                    inner.events.emit(Event::AgentRetrying {
+                    ctx.events.emit(Event::AgentRetrying {
                         path: agent.path().clone(),
                         reason,
                         retry_in_ms,
@@ -172,7 +152,7 @@ fn record(agent: &Agent, items: &[ResponseItem]) -> Result<(), String> {
         .map(RolloutItem::ResponseItem)
         .collect();
     agent.record(&lines).map_err(|err| err.to_string())?;
-    agent.state().history.extend(items.iter().cloned());
+    agent.runtime().history.extend(items.iter().cloned());
     Ok(())
 }
 
@@ -194,11 +174,11 @@ fn cancel_started(agent: &Agent, early: &mut HashMap<String, Started>) -> Result
 
 /// Emits the event of a recorded output item: `agent.message` for text, `tool.call` for a
 /// call (which runs once the response is complete).
-fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
+fn announce(ctx: &Ctx, agent: &Agent, item: &ResponseItem) {
     match item {
         ResponseItem::Message { role, content } if role == "assistant" => {
             if !content.trim().is_empty() {
-                emit_message(inner, agent, content);
+                emit_message(ctx, agent, content);
             }
         }
         ResponseItem::FunctionCall {
@@ -206,7 +186,7 @@ fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
             name,
             arguments,
         } => emit_call(
-            inner,
+            ctx,
             agent,
             &Call {
                 call_id: call_id.clone(),
@@ -221,16 +201,16 @@ fn announce(inner: &Inner, agent: &Agent, item: &ResponseItem) {
 }
 
 /// Emits `agent.message` for text the model wrote.
-pub fn emit_message(inner: &Inner, agent: &Agent, text: &str) {
-    inner.events.emit(Event::AgentMessage {
+pub fn emit_message(ctx: &Ctx, agent: &Agent, text: &str) {
+    ctx.events.emit(Event::AgentMessage {
         path: agent.path().clone(),
         text: text.to_string(),
     });
 }
 
 /// Emits `tool.call` for a call about to run.
-pub fn emit_call(inner: &Inner, agent: &Agent, call: &Call) {
-    inner.events.emit(Event::ToolCall {
+pub fn emit_call(ctx: &Ctx, agent: &Agent, call: &Call) {
+    ctx.events.emit(Event::ToolCall {
         path: agent.path().clone(),
         call_id: call.call_id.clone(),
         name: call.name.clone(),

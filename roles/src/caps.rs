@@ -190,11 +190,7 @@ mod tests {
         let root = root();
         assert!(root.admits_mcp("mcp__fs__write_file", false));
         // A role that lists only fs tools: nothing else, read-only or not.
-        let fs_only = root.narrow_for(&role(
-            Some(&["exec_command", "mcp__fs__*"]),
-            None,
-            true,
-        ));
+        let fs_only = root.narrow_for(&role(Some(&["exec_command", "mcp__fs__*"]), None, true));
         assert!(fs_only.admits_mcp("mcp__fs__write_file", false));
         assert!(!fs_only.admits_mcp("mcp__web__get", true));
         assert!(!fs_only.may_use_mcp_server("web"));

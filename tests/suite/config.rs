@@ -220,12 +220,12 @@ async fn a_spent_token_budget_starts_no_new_turn_and_names_who_was_stopped() {
     let (limit, used) = exhausted.expect("budget.exhausted emitted");
     assert_eq!(limit, 6_000);
     assert!(used >= 6_000);
-    let root = s.orch.root_status();
+    let root = s.orch.root_status().await;
     assert!(
         matches!(&root, AgentStatus::Errored(reason) if reason == "token budget of 6000 reached"),
         "{root:?}"
     );
-    let (total, stopped) = s.orch.usage_report();
+    let (total, stopped) = s.orch.usage_report().await;
     assert!(total.input_tokens + total.output_tokens >= 6_000);
     let stopped: Vec<String> = stopped.iter().map(|p| p.to_string()).collect();
     assert_eq!(
@@ -236,6 +236,7 @@ async fn a_spent_token_budget_starts_no_new_turn_and_names_who_was_stopped() {
     assert!(
         s.orch
             .agent(&Session::path("/root/b"))
+            .await
             .is_none_or(|b| b.status != AgentStatus::Completed(Some("b done".into())))
     );
 }

@@ -2,6 +2,8 @@
 //! area. Shared support code is the `arbor-tests` library.
 
 mod approvals;
+mod architecture;
+mod architecture_modules;
 mod cli;
 mod config;
 mod durability;

@@ -49,7 +49,7 @@ async fn followups_revive_evicted_workers_with_their_own_history() {
     let mut s = Session::new(script, |c| c.max_resident = 2).await;
     s.run("churn").await;
     assert_eq!(
-        s.orch.root_status(),
+        s.orch.root_status().await,
         AgentStatus::Completed(Some("all revived".into()))
     );
     // Spawning w3, w4, w5 evicted the oldest idle workers; each follow-up then revived its
@@ -59,7 +59,7 @@ async fn followups_revive_evicted_workers_with_their_own_history() {
         ["w1", "w2", "w3", "w4", "w5", "w1", "w2", "w3"].map(|w| format!("/root/{w}"))
     );
     assert_eq!(revived(&s), workers.map(|w| format!("/root/{w}")));
-    assert_eq!(s.orch.resident_children(), 2);
+    assert_eq!(s.orch.resident_children().await, 2);
     for w in workers {
         let path = Session::path(&format!("/root/{w}"));
         let requests = s.model.requests_for(&path);
@@ -79,7 +79,7 @@ async fn followups_revive_evicted_workers_with_their_own_history() {
             }
         );
         assert_eq!(after.len(), before.len() + 2);
-        let status = s.orch.agent(&path).expect("worker").status;
+        let status = s.orch.agent(&path).await.expect("worker").status;
         assert_eq!(
             status,
             AgentStatus::Completed(Some(format!("{w} then did: second task of {w}")))
@@ -165,7 +165,11 @@ async fn a_revived_agent_keeps_its_own_model_role_and_sandbox() {
     assert_eq!(requests[1].model, "small-model");
     assert_eq!(requests[1].agent.role, "explorer");
     assert_eq!(requests[0].tools, requests[1].tools);
-    let scout = s.orch.agent(&Session::path("/root/scout")).expect("scout");
+    let scout = s
+        .orch
+        .agent(&Session::path("/root/scout"))
+        .await
+        .expect("scout");
     assert_eq!(scout.sandbox, "read-only");
     assert_eq!(scout.model, "small-model");
 }

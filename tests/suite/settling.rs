@@ -33,10 +33,10 @@ async fn a_follow_up_during_the_final_answer_gets_its_own_turn_inside_the_wait()
     let mut s = Session::new(script, |_| {}).await;
     s.run("settle").await;
     assert_eq!(
-        s.orch.root_status(),
+        s.orch.root_status().await,
         AgentStatus::Completed(Some("done".into()))
     );
-    let a = s.orch.agent(&Session::path("/root/a")).expect("a");
+    let a = s.orch.agent(&Session::path("/root/a")).await.expect("a");
     assert_eq!(
         a.status,
         AgentStatus::Completed(Some("second: again".into()))
@@ -183,7 +183,7 @@ async fn fast_turns_keep_their_results_in_order_without_syncs_of_their_own() {
     let mut s = Session::new(script, |c| c.max_running = 1).await;
     s.run("rally").await;
     assert_eq!(
-        s.orch.root_status(),
+        s.orch.root_status().await,
         AgentStatus::Completed(Some("rally over".into()))
     );
     let results = s.mail_in_request("/root", 4, "FINAL_ANSWER");

@@ -48,7 +48,7 @@ async fn exec_starts_before_the_stream_ends() {
     orch.start("touch the marker").await.expect("start");
     orch.wait_quiescent().await;
     assert_eq!(
-        orch.root_status(),
+        orch.root_status().await,
         AgentStatus::Completed(Some("done".into()))
     );
     assert!(marker.exists());

@@ -145,8 +145,8 @@ impl SessionState {
         self.threads
             .values()
             .rev()
-            .find(|row| row.record.path == mail.recipient)
-            .map(|row| row.record.id)
+            .find(|row| *row.record.path() == mail.recipient)
+            .map(|row| row.record.id())
     }
 
     fn add_mail(&mut self, recipient: ThreadId, mail: Mail) {
@@ -187,7 +187,7 @@ impl SessionState {
             asked.request_id.clone(),
             session,
             thread,
-            requester.record.path.clone(),
+            requester.record.path().clone(),
             asked.action.clone(),
             asked.justification.clone(),
         );
@@ -232,7 +232,7 @@ impl SessionState {
             request_id: grant.request_id.clone(),
             session_id: session,
             key: OverrideKey {
-                requester: requester.record.path.clone(),
+                requester: requester.record.path().clone(),
                 command: grant.command.clone(),
                 cwd: grant.cwd.clone(),
                 escalated: grant.escalated,

@@ -151,7 +151,7 @@ impl SessionState {
     pub fn at_path(&self, path: &AgentPath) -> Option<&AgentRow> {
         let mut newest = None;
         for row in self.threads.values().rev() {
-            if &row.record.path != path {
+            if row.record.path() != path {
                 continue;
             }
             if row.edge != Some(EdgeStatus::Closed) {
@@ -169,7 +169,7 @@ impl SessionState {
             if row.edge == Some(EdgeStatus::Closed) {
                 return true;
             }
-            current = row.record.parent_id.and_then(|id| self.threads.get(&id));
+            current = row.record.parent_id().and_then(|id| self.threads.get(&id));
         }
         false
     }
@@ -218,7 +218,7 @@ impl SessionState {
     // Loading, for the store.
 
     pub(crate) fn load_thread(&mut self, row: AgentRow) {
-        self.threads.insert(row.record.id, row);
+        self.threads.insert(row.record.id(), row);
     }
 
     pub(crate) fn load_mail(&mut self, order: u64, row: MailRow) {

@@ -65,7 +65,7 @@ impl Script {
             .thread(tid(from))
             .expect("author")
             .record
-            .path
+            .path()
             .clone();
         let mail = Mail::new(author, path(to), kind, text.into());
         self.line(from, RolloutItem::MailSent(mail.clone()));
@@ -87,7 +87,7 @@ fn dump(state: &SessionState) -> String {
     for row in state.threads.values() {
         out.push_str(&format!(
             "{} {} edge={} open={} end={} seq={}\n",
-            row.record.path,
+            row.record.path(),
             row.record.status,
             row.edge.map_or("-", EdgeStatus::as_str),
             row.turn_open,
@@ -103,7 +103,7 @@ fn dump(state: &SessionState) -> String {
                 .thread(row.recipient_id)
                 .expect("recipient")
                 .record
-                .path,
+                .path(),
             row.mail.content
         ));
     }
@@ -221,7 +221,7 @@ fn a_close_hides_the_branch_and_a_reused_path_reaches_the_new_agent() {
     );
     let state = s.state();
     assert_eq!(
-        state.at_path(&path("/root/a")).expect("open").record.id,
+        state.at_path(&path("/root/a")).expect("open").record.id(),
         tid(3)
     );
     assert!(state.behind_closed(state.thread(tid(2)).expect("closed")));

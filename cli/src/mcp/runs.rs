@@ -134,14 +134,20 @@ impl Runs {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         runs.iter()
-            .find(|(id, _)| id.as_str() == session || (session.len() >= 8 && id.starts_with(session)))
+            .find(|(id, _)| {
+                id.as_str() == session || (session.len() >= 8 && id.starts_with(session))
+            })
             .map(|(id, run)| (id.clone(), Arc::clone(run)))
     }
 
     /// Starts `arbor exec --json` on `prompt`; the session id once the session has started.
     pub async fn start(&self, prompt: &str, options: TreeOptions) -> Result<String, String> {
         let mut cmd = self.arbor();
-        cmd.arg("exec").arg("--json").args(options.flags()).arg("--").arg(prompt);
+        cmd.arg("exec")
+            .arg("--json")
+            .args(options.flags())
+            .arg("--")
+            .arg(prompt);
         let session = self.spawn(cmd, None).await?;
         self.options
             .lock()

@@ -280,9 +280,7 @@ impl ArborServer {
             "approve" | "allow" => "approve",
             "deny" => "deny",
             other => {
-                return Err(format!(
-                    "decision must be approve or deny, not `{other}`"
-                ));
+                return Err(format!("decision must be approve or deny, not `{other}`"));
             }
         };
         let said = self
@@ -310,7 +308,10 @@ impl ArborServer {
         loop {
             let (lines, ended) = {
                 let now = progress.borrow_and_update();
-                (now.lines[sent.min(now.lines.len())..].to_vec(), now.exit_code.is_some())
+                (
+                    now.lines[sent.min(now.lines.len())..].to_vec(),
+                    now.exit_code.is_some(),
+                )
             };
             if let Some(token) = &token {
                 for line in lines {

@@ -1,89 +1,17 @@
 //! The session's approval broker: how a request and its decision are recorded (lines of the
 //! requester in the session log, the driver's ledger, events) and how the requester's status
-//! follows. The driver decides every request of the session it drives, whoever answers (the
+//! follows (the session sets it). The driver decides every request of the session it drives, whoever answers (the
 //! terminal, the guardian, the approval wait, another process through the log), so the first
 //! decision line of a request is the decision.
 
 use arbor_agent_graph::{ApprovalOutcome, DecidedBy, OverrideKey};
-use arbor_protocol::{
-    AgentStatus, ApprovalDecided, ApprovalRequested, Event, OverrideUsed, RolloutItem,
-};
-use serde_json::Value;
+use arbor_protocol::{ApprovalDecided, ApprovalRequested, Event, OverrideUsed, RolloutItem};
 
 use super::ledger::Known;
+pub use super::request::{Request, Settled};
 use crate::agent::Agent;
-use crate::runtime::Inner;
-
-/// One approval request of an `exec_command` call.
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub id: String,
-    pub action: Value,
-    pub justification: Option<String>,
-    pub key: OverrideKey,
-    /// The requester's turn when it asked (the denial breaker counts per turn).
-    pub turn: u64,
-}
-
-/// How a request ended, and what the requester's model reads when it may not run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settled {
-    pub outcome: ApprovalOutcome,
-    pub decided_by: DecidedBy,
-    pub risk_level: Option<String>,
-    pub rationale: Option<String>,
-    pub tokens: Option<u64>,
-    /// The model-facing result instead of the command's; `None` when it may run.
-    pub message: Option<String>,
-}
-
-impl Settled {
-    /// An allow.
-    pub fn allow(decided_by: DecidedBy, rationale: Option<String>) -> Self {
-        Self {
-            outcome: ApprovalOutcome::Allow,
-            decided_by,
-            risk_level: None,
-            rationale,
-            tokens: None,
-            message: None,
-        }
-    }
-
-    /// Anything but an allow, with the model-facing `message`.
-    pub fn refuse(
-        outcome: ApprovalOutcome,
-        decided_by: DecidedBy,
-        rationale: Option<String>,
-        message: String,
-    ) -> Self {
-        Self {
-            outcome,
-            decided_by,
-            risk_level: None,
-            rationale,
-            tokens: None,
-            message: Some(message),
-        }
-    }
-
-    /// A human's answer from another process (`arbor approve|deny`).
-    pub fn by_user(approve: bool) -> Self {
-        if approve {
-            return Self::allow(DecidedBy::User, None);
-        }
-        Self::refuse(
-            ApprovalOutcome::Deny,
-            DecidedBy::User,
-            None,
-            arbor_guardian::denied_message(Some("denied by the user")),
-        )
-    }
-
-    pub fn allowed(&self) -> bool {
-        self.outcome == ApprovalOutcome::Allow
-    }
-}
+use crate::ctx::Ctx;
+use crate::session::core::Input;
 
 fn requested_line(request: &Request) -> RolloutItem {
     RolloutItem::ApprovalRequested(ApprovalRequested {
@@ -104,8 +32,8 @@ pub fn decided_line(id: &str, settled: &Settled) -> RolloutItem {
     })
 }
 
-fn announce_request(inner: &Inner, agent: &Agent, request: &Request) {
-    inner.events.emit(Event::ApprovalRequested {
+fn announce_request(ctx: &Ctx, agent: &Agent, request: &Request) {
+    ctx.events.emit(Event::ApprovalRequested {
         id: request.id.clone(),
         path: agent.path().clone(),
         action: request.action.clone(),
@@ -113,8 +41,8 @@ fn announce_request(inner: &Inner, agent: &Agent, request: &Request) {
 }
 
 /// Emits `approval.decided`.
-pub fn announce_decision(inner: &Inner, id: &str, settled: &Settled) {
-    inner.events.emit(Event::ApprovalDecided {
+pub fn announce_decision(ctx: &Ctx, id: &str, settled: &Settled) {
+    ctx.events.emit(Event::ApprovalDecided {
         id: id.to_string(),
         outcome: settled.outcome.as_str().to_string(),
         decided_by: Some(settled.decided_by.as_str().to_string()),
@@ -142,7 +70,7 @@ fn record(agent: &Agent, lines: &[RolloutItem]) -> Result<(), String> {
 /// Records a request that is decided as it is made (policy, session cache): both lines, then
 /// both events.
 pub async fn record_settled(
-    inner: &Inner,
+    ctx: &Ctx,
     agent: &Agent,
     request: &Request,
     settled: &Settled,
@@ -151,12 +79,11 @@ pub async fn record_settled(
         agent,
         &[requested_line(request), decided_line(&request.id, settled)],
     )?;
-    inner
-        .approvals
+    ctx.approvals
         .ledger()
         .insert(&request.id, known(agent, request, Some(settled)));
-    announce_request(inner, agent, request);
-    announce_decision(inner, &request.id, settled);
+    announce_request(ctx, agent, request);
+    announce_decision(ctx, &request.id, settled);
     Ok(())
 }
 
@@ -166,14 +93,14 @@ pub async fn record_settled(
 /// otherwise it is recorded pending and the requester marked `awaiting_approval` (its event
 /// follows `approval.requested`), and `None` is returned.
 pub async fn open(
-    inner: &Inner,
+    ctx: &Ctx,
     agent: &Agent,
     request: &Request,
     settled: Option<Settled>,
 ) -> Result<Option<Settled>, String> {
     // An answer another process gave a moment ago (an override for this very retry) counts.
-    inner.catch_up().await?;
-    let overridden = inner.approvals.ledger().take(&request.key);
+    ctx.catch_up().await?;
+    let overridden = ctx.approvals.ledger().take(&request.key);
     let (decided, mut lines) = match (overridden, settled) {
         (Some(overridden), _) => {
             let settled = Settled::allow(
@@ -190,45 +117,38 @@ pub async fn open(
     };
     let Some(decided) = decided else {
         record(agent, &lines)?;
-        inner
-            .approvals
+        ctx.approvals
             .ledger()
             .insert(&request.id, known(agent, request, None));
-        let status = stage_status(agent, Step::Open);
-        announce_request(inner, agent, request);
-        if let Some(status) = status {
-            inner.persist_status(agent, &status);
-            announce_status(inner, agent, status);
-        }
+        announce_request(ctx, agent, request);
+        // The session makes the requester `awaiting_approval` (its event follows this one).
+        ctx.session
+            .send(Input::ApprovalOpened { agent: agent.id() });
         return Ok(None);
     };
     lines.push(decided_line(&request.id, &decided));
     record(agent, &lines)?;
-    inner
-        .approvals
+    ctx.approvals
         .ledger()
         .insert(&request.id, known(agent, request, Some(&decided)));
-    announce_request(inner, agent, request);
-    announce_decision(inner, &request.id, &decided);
+    announce_request(ctx, agent, request);
+    announce_decision(ctx, &request.id, &decided);
     Ok(Some(decided))
 }
 
 /// Decides a pending request with `settled`: its line, the event, and the requester back to
 /// `running` (its event follows `approval.decided`).
-pub async fn close(inner: &Inner, agent: &Agent, request: &Request, settled: Settled) -> Settled {
-    let status = stage_status(agent, Step::Close);
+pub async fn close(ctx: &Ctx, agent: &Agent, request: &Request, settled: Settled) -> Settled {
     if let Err(err) = agent.record(&[decided_line(&request.id, &settled)]) {
         tracing::error!(path = %agent.path(), error = %err, "approval decision not recorded");
     }
-    inner
-        .approvals
+    ctx.approvals
         .ledger()
         .decide(&request.id, settled.outcome, settled.decided_by);
-    announce_decision(inner, &request.id, &settled);
-    if let Some(status) = status {
-        inner.persist_status(agent, &status);
-        announce_status(inner, agent, status);
-    }
+    announce_decision(ctx, &request.id, &settled);
+    // The session makes the requester `running` again (its event follows this one).
+    ctx.session
+        .send(Input::ApprovalClosed { agent: agent.id() });
     settled
 }
 
@@ -240,42 +160,4 @@ pub fn override_line(id: &str, key: &OverrideKey) -> RolloutItem {
         cwd: key.cwd.clone(),
         escalated: key.escalated,
     })
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Step {
-    Open,
-    Close,
-}
-
-/// Counts the agent's open requests; on the first opened (the last closed) sets its status in
-/// memory and returns it, to be written and announced by the caller.
-fn stage_status(agent: &Agent, step: Step) -> Option<AgentStatus> {
-    let mut state = agent.state();
-    let status = match step {
-        Step::Open => {
-            state.approvals_open += 1;
-            if state.approvals_open != 1 {
-                return None;
-            }
-            AgentStatus::AwaitingApproval
-        }
-        Step::Close => {
-            state.approvals_open = state.approvals_open.saturating_sub(1);
-            if state.approvals_open != 0 || state.status != AgentStatus::AwaitingApproval {
-                return None;
-            }
-            AgentStatus::Running
-        }
-    };
-    state.status = status.clone();
-    Some(status)
-}
-
-fn announce_status(inner: &Inner, agent: &Agent, status: AgentStatus) {
-    inner.events.emit(Event::AgentStatus {
-        path: agent.path().clone(),
-        status,
-    });
-    inner.bump();
 }

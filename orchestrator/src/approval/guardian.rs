@@ -11,10 +11,10 @@ use arbor_protocol::{AgentPath, AgentStatus, ResponseItem, RolloutItem, ThreadId
 
 use super::broker::Request;
 use crate::agent::Agent;
-use crate::lifecycle::{NewAgent, create_agent};
-use crate::runtime::Inner;
-use crate::tools::spawn::GUARDIAN_NAME;
-use crate::turn::cancel_turn;
+use crate::config::GUARDIAN_NAME;
+use crate::ctx::Ctx;
+use crate::session::core::Input;
+use crate::session::handle::SpawnSpec;
 
 /// Why a guardian turn is cancelled when its deadline passes.
 const TIMED_OUT: &str = "review timed out";
@@ -22,12 +22,12 @@ const TIMED_OUT: &str = "review timed out";
 /// Reviews `request` of `requester` with the guardian: the decision and the tokens it cost.
 /// Reviews are serialised through the one guardian.
 pub async fn review(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     requester: &Arc<Agent>,
     request: &Request,
 ) -> (Decision, Option<u64>) {
-    let _one_at_a_time = inner.approvals.review.lock().await;
-    let guardian = match ensure_guardian(inner).await {
+    let _one_at_a_time = ctx.approvals.review.lock().await;
+    let guardian = match ensure_guardian(ctx).await {
         Ok(guardian) => guardian,
         Err(reason) => return (decide(Err(ReviewFailure::ReviewerError(reason))), None),
     };
@@ -35,15 +35,15 @@ pub async fn review(
         action: request.action.clone(),
         requester: requester.path().clone(),
         justification: request.justification.clone(),
-        root_task: root_task(inner).await,
-        transcript: requester.state().history.to_vec(),
+        root_task: root_task(ctx).await,
+        transcript: requester.runtime().history.to_vec(),
     }
     .render(&Budgets::default());
-    let tokens_before = used_tokens(&guardian);
+    let tokens_before = used_tokens(ctx, &guardian).await;
     let mut input = Some(text);
     let mut retries = 0;
     let result = loop {
-        match attempt(inner, &guardian, input.take(), inner.config.review_deadline).await {
+        match attempt(ctx, &guardian, input.take(), ctx.config.review_deadline).await {
             Ok(answer) => break parse_verdict(&answer).map_err(ReviewFailure::from),
             // The review request stays the last input of the guardian's history, so a retry
             // is a new turn with no new input.
@@ -51,105 +51,108 @@ pub async fn review(
             Err(failure) => break Err(failure),
         }
     };
-    let tokens = used_tokens(&guardian).saturating_sub(tokens_before);
+    let tokens = used_tokens(ctx, &guardian)
+        .await
+        .saturating_sub(tokens_before);
     (decide(result), Some(tokens))
 }
 
 /// The guardian, created on first use. Its role is the session's `guardian` role; it inherits
 /// the root's cwd and narrows the root's capabilities (read-only, no spawning).
-async fn ensure_guardian(inner: &Arc<Inner>) -> Result<Arc<Agent>, String> {
+async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
     let path = AgentPath::root()
         .join(GUARDIAN_NAME)
         .map_err(|err| err.to_string())?;
-    if let Some(guardian) = inner.registry.open_at(&path) {
+    if let Some(guardian) = ctx.registry.open_at(&path) {
         return Ok(guardian);
     }
-    let root = inner
+    let root = ctx
         .registry
         .open_at(&AgentPath::root())
         .ok_or("the session has no root")?;
-    let role = inner.roles.guardian();
-    create_agent(
-        inner,
-        NewAgent {
+    let role = ctx.roles.guardian();
+    let spawned = ctx
+        .session
+        .spawn(SpawnSpec {
             id: ThreadId::new(),
             path,
-            parent: Some(&root),
-            role,
+            parent: Some(Arc::clone(&root)),
+            role: role.clone(),
             model: role
                 .model
                 .clone()
-                .unwrap_or_else(|| root.identity.model.clone()),
+                .unwrap_or_else(|| root.identity.meta.model.clone()),
             effort: role.reasoning_effort.clone(),
             caps: root.identity.caps.narrow_for(role),
-            nickname: None,
-            cwd: root.identity.cwd.clone(),
+            nickname: false,
+            cwd: root.identity.cwd().to_path_buf(),
             internal: true,
+            // Its role's only: the repository it reviews does not write its rules.
+            instructions: crate::lifecycle::instructions_for(role),
             stamp: None,
             history: Vec::new(),
             task: None,
-        },
-    )
-    .await
+        })
+        .await?;
+    Ok(spawned.agent)
 }
 
 /// One guardian turn on `input` (none: answer the history as it stands), bounded by `deadline`:
 /// its final answer, or why there is none.
 async fn attempt(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     guardian: &Arc<Agent>,
     input: Option<String>,
     deadline: Duration,
 ) -> Result<String, ReviewFailure> {
     // A turn left over from a review whose requester stopped waiting ends first.
-    wait_idle(inner, guardian).await;
-    let before = {
-        let mut state = guardian.state();
-        if let Some(content) = input {
-            state.pending_input.push(ResponseItem::Message {
-                role: "user".to_string(),
-                content,
-            });
-        }
-        state.turn_no
-    };
-    inner.request_turn(guardian);
-    match tokio::time::timeout(deadline, turn_end(inner, guardian, before)).await {
+    let before = ctx
+        .session
+        .idle(guardian.id())
+        .await
+        .ok_or_else(|| ReviewFailure::ReviewerError("the session stopped".into()))?
+        .turns_started;
+    let items = input
+        .map(|content| ResponseItem::Message {
+            role: "user".to_string(),
+            content,
+        })
+        .into_iter()
+        .collect();
+    ctx.session.send(Input::Prompt {
+        agent: guardian.id(),
+        items,
+    });
+    match tokio::time::timeout(deadline, turn_end(ctx, guardian, before)).await {
         Ok(result) => result,
         Err(_) => {
-            stop_turn(inner, guardian).await;
+            // The turn stops, and is over before the next review begins.
+            ctx.session.interrupt(guardian.id(), TIMED_OUT).await;
+            ctx.session.idle(guardian.id()).await;
             Err(ReviewFailure::Timeout)
         }
     }
 }
 
-/// Waits until the guardian's turn after `before` has ended and reads its result.
-async fn turn_end(inner: &Inner, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
-    let mut changes = inner.changed.subscribe();
-    loop {
-        changes.borrow_and_update();
-        {
-            let state = guardian.state();
-            if !state.active() {
-                if state.turn_no == before {
-                    return Err(ReviewFailure::ReviewerError(
-                        "the guardian's turn did not start (the session is stopping)".into(),
-                    ));
-                }
-                return match &state.status {
-                    AgentStatus::Completed(answer) => Ok(answer.clone().unwrap_or_default()),
-                    AgentStatus::Errored(reason) => {
-                        Err(classify(state.last_model_error.as_ref(), reason))
-                    }
-                    other => Err(ReviewFailure::ReviewerError(format!(
-                        "the guardian's turn ended {other}"
-                    ))),
-                };
-            }
+/// Waits until the guardian's turn after the `before`th has ended and reads its result.
+async fn turn_end(ctx: &Ctx, guardian: &Agent, before: u64) -> Result<String, ReviewFailure> {
+    let Some(ended) = ctx.session.idle(guardian.id()).await else {
+        return Err(ReviewFailure::ReviewerError("the session stopped".into()));
+    };
+    if ended.turns_started == before {
+        return Err(ReviewFailure::ReviewerError(
+            "the guardian's turn did not start (the session is stopping)".into(),
+        ));
+    }
+    match &ended.status {
+        AgentStatus::Completed(answer) => Ok(answer.clone().unwrap_or_default()),
+        AgentStatus::Errored(reason) => {
+            let error = guardian.runtime().last_model_error.clone();
+            Err(classify(error.as_ref(), reason))
         }
-        if changes.changed().await.is_err() {
-            return Err(ReviewFailure::ReviewerError("the session stopped".into()));
-        }
+        other => Err(ReviewFailure::ReviewerError(format!(
+            "the guardian's turn ended {other}"
+        ))),
     }
 }
 
@@ -166,45 +169,16 @@ fn classify(error: Option<&ModelError>, reason: &str) -> ReviewFailure {
     }
 }
 
-/// Waits until the guardian has no turn scheduled.
-async fn wait_idle(inner: &Inner, guardian: &Agent) {
-    let mut changes = inner.changed.subscribe();
-    loop {
-        changes.borrow_and_update();
-        if !guardian.state().active() || changes.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
-/// Cancels the guardian's current turn (started or about to start) and waits until it ends.
-async fn stop_turn(inner: &Inner, guardian: &Agent) {
-    let mut changes = inner.changed.subscribe();
-    let mut cancelled = false;
-    loop {
-        changes.borrow_and_update();
-        if !guardian.state().active() {
-            return;
-        }
-        if !cancelled {
-            cancelled = cancel_turn(guardian, TIMED_OUT);
-        }
-        if changes.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
 /// The root user's task: the root's first user message, from its history or, when the root is
 /// not loaded, from its rollout. Kept once found.
-async fn root_task(inner: &Inner) -> String {
-    if let Some(task) = inner.approvals.root_task() {
+async fn root_task(ctx: &Ctx) -> String {
+    if let Some(task) = ctx.approvals.root_task() {
         return task;
     }
-    let Some(root) = inner.registry.open_at(&AgentPath::root()) else {
+    let Some(root) = ctx.registry.open_at(&AgentPath::root()) else {
         return String::new();
     };
-    let in_memory = root.state().history.iter().find_map(first_user_message);
+    let in_memory = root.runtime().history.iter().find_map(first_user_message);
     let task = match in_memory {
         Some(task) => task,
         None => {
@@ -223,7 +197,7 @@ async fn root_task(inner: &Inner) -> String {
             .unwrap_or_default()
         }
     };
-    inner.approvals.set_root_task(&task);
+    ctx.approvals.set_root_task(&task);
     task
 }
 
@@ -235,7 +209,12 @@ fn first_user_message(item: &ResponseItem) -> Option<String> {
 }
 
 /// Input plus output tokens an agent's responses used in this process.
-fn used_tokens(agent: &crate::agent::Agent) -> u64 {
-    let usage = agent.state().usage;
+async fn used_tokens(ctx: &Ctx, agent: &Agent) -> u64 {
+    let usage = ctx
+        .session
+        .agent(agent.id())
+        .await
+        .map(|snapshot| snapshot.usage)
+        .unwrap_or_default();
     usage.input_tokens.saturating_add(usage.output_tokens)
 }

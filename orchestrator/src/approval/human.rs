@@ -8,70 +8,11 @@ use std::time::Duration;
 
 use arbor_protocol::AgentPath;
 use arbor_rollout::log::Urgency;
-use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::broker::{Request, Settled};
-use crate::runtime::Inner;
-
-/// A human's answer at the terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TerminalAnswer {
-    ApproveOnce,
-    /// Approve this command in this cwd for the rest of the session.
-    ApproveForSession,
-    Deny,
-}
-
-/// One approval request for the terminal. Answer it with [`ApprovalPrompt::answer`]; a prompt
-/// whose request was decided meanwhile (another process, the approval wait) is closed.
-#[derive(Debug)]
-pub struct ApprovalPrompt {
-    pub id: String,
-    /// The requester.
-    pub path: AgentPath,
-    /// The exact planned action.
-    pub action: Value,
-    pub justification: Option<String>,
-    /// Asked before this process started: its requester no longer waits, and an approval lets
-    /// the identical retry through once.
-    pub from_before: bool,
-    reply: Reply,
-}
-
-#[derive(Debug)]
-enum Reply {
-    Waiter(oneshot::Sender<TerminalAnswer>),
-    /// A request from before this process started: its answer is recorded by the driver.
-    Stored(Arc<Inner>),
-}
-
-impl ApprovalPrompt {
-    /// Whether the request still waits for this answer.
-    pub fn is_open(&self) -> bool {
-        match &self.reply {
-            Reply::Waiter(tx) => !tx.is_closed(),
-            Reply::Stored(inner) => inner.approvals.watched.is_orphan(&self.id),
-        }
-    }
-
-    /// Answers the request. Err when it was decided meanwhile.
-    pub async fn answer(self, answer: TerminalAnswer) -> Result<(), String> {
-        match self.reply {
-            Reply::Waiter(tx) => tx
-                .send(answer)
-                .map_err(|_| format!("request {} was already decided", self.id)),
-            Reply::Stored(inner) => {
-                if !inner.approvals.watched.is_orphan(&self.id) {
-                    return Err(format!("request {} was already decided", self.id));
-                }
-                let approve = answer != TerminalAnswer::Deny;
-                super::watch::answered(&inner, &self.id, approve);
-                Ok(())
-            }
-        }
-    }
-}
+use super::prompt::{ApprovalPrompt, Reply, TerminalAnswer};
+use super::request::{Request, Settled};
+use crate::ctx::Ctx;
 
 /// What came of asking a human.
 #[derive(Debug)]
@@ -85,21 +26,21 @@ pub enum HumanResult {
 
 /// Whether a human can answer at all: a terminal is attached, or the approval wait leaves
 /// time for `arbor approve` from another process.
-pub fn reachable(inner: &Inner) -> bool {
-    inner.config.approval_terminal || inner.config.approval_wait != Some(Duration::ZERO)
+pub fn reachable(ctx: &Ctx) -> bool {
+    ctx.config.approval_terminal || ctx.config.approval_wait != Some(Duration::ZERO)
 }
 
 /// Asks a human about a pending request and waits for the first of: the terminal's answer, a
 /// decision stored by another process, the end of the approval wait.
-pub async fn ask(inner: &Arc<Inner>, request: &Request, path: &AgentPath) -> HumanResult {
-    let approvals = &inner.approvals;
-    if !reachable(inner) {
+pub async fn ask(ctx: &Arc<Ctx>, request: &Request, path: &AgentPath) -> HumanResult {
+    let approvals = &ctx.approvals;
+    if !reachable(ctx) {
         return HumanResult::TimedOut;
     }
     // A person sees the request only once it is durable.
-    if inner
+    if ctx
         .log
-        .durable(inner.log.appended(), Urgency::Now)
+        .durable(ctx.log.appended(), Urgency::Now)
         .await
         .is_err()
     {
@@ -115,7 +56,7 @@ pub async fn ask(inner: &Arc<Inner>, request: &Request, path: &AgentPath) -> Hum
         from_before: false,
         reply: Reply::Waiter(tx),
     });
-    let deadline = deadline(inner.config.approval_wait);
+    let deadline = deadline(ctx.config.approval_wait);
     let result = tokio::select! {
         Ok(answer) = rx => HumanResult::Terminal(answer),
         Ok(settled) = stored => HumanResult::Stored(settled),
@@ -134,8 +75,8 @@ async fn deadline(wait: Option<Duration>) {
 
 /// Offers the requests that were pending when this session last stopped to the terminal, and
 /// watches them for answers from other processes.
-pub fn restore_orphans(inner: &Arc<Inner>, pending: Vec<arbor_agent_graph::ApprovalRecord>) {
-    let approvals = &inner.approvals;
+pub fn restore_orphans(ctx: &Arc<Ctx>, pending: Vec<arbor_agent_graph::ApprovalRecord>) {
+    let approvals = &ctx.approvals;
     for record in pending {
         approvals.watched.add_orphan(&record.id);
         approvals.prompt(ApprovalPrompt {
@@ -144,7 +85,32 @@ pub fn restore_orphans(inner: &Arc<Inner>, pending: Vec<arbor_agent_graph::Appro
             action: record.action.clone(),
             justification: record.justification.clone(),
             from_before: true,
-            reply: Reply::Stored(Arc::clone(inner)),
+            reply: stored_reply(ctx, &record.id),
         });
+    }
+}
+
+/// The reply of a prompt for a request from before this process started.
+fn stored_reply(ctx: &Arc<Ctx>, id: &str) -> Reply {
+    let (probe, driver) = (Arc::clone(ctx), Arc::clone(ctx));
+    let (probe_id, driver_id) = (id.to_string(), id.to_string());
+    Reply::Stored {
+        open: Box::new(move || probe.approvals.watched.is_orphan(&probe_id)),
+        answer: Box::new(move |approve| super::watch::answered(&driver, &driver_id, approve)),
+    }
+}
+
+/// At resume: the ledger from the session's state, the requests still pending watched as
+/// orphans (and offered to the terminal), and the answers other processes gave while no
+/// driver ran acted on now.
+pub fn restore(
+    ctx: &Arc<Ctx>,
+    state: &arbor_agent_graph::SessionState,
+    pending: Vec<arbor_agent_graph::ApprovalRecord>,
+) {
+    *ctx.approvals.ledger() = super::ledger::Ledger::from_state(state);
+    restore_orphans(ctx, pending);
+    for (id, approve) in &state.answers {
+        super::watch::answered(ctx, id, *approve);
     }
 }

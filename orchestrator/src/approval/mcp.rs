@@ -13,35 +13,36 @@ use arbor_protocol::{AgentPath, ThreadId};
 use arbor_tools::{Decision, Evaluation};
 use serde_json::{Value, json};
 
-use super::broker::Request;
-use super::need::{Need, rule_text};
+use super::gate::{refuse_forbidden, seek_approval};
+use super::need::{Need, mcp_key, rule_text};
+use super::request::Request;
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// Decides whether `agent` may call `tool` with `arguments`, asking for approval when it must;
 /// `Err` is the text its model reads instead.
 pub async fn gate_mcp(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     tool: &McpTool,
     arguments: &Value,
 ) -> Result<(), String> {
-    let evaluation = inner.approvals.policy.evaluate_mcp(&tool.qualified);
-    let cwd = agent.identity.cwd.display().to_string();
+    let evaluation = ctx.approvals.policy.evaluate_mcp(&tool.qualified);
+    let cwd = agent.identity.cwd().display().to_string();
     let request = |reason: &str| Request {
         id: ThreadId::new().to_string(),
         action: action(tool, arguments, &cwd, reason),
         justification: None,
         key: key(agent.path(), tool, arguments, &cwd),
-        turn: agent.state().turn_no,
+        turn: agent.runtime().turn_no,
     };
     match assess(&evaluation, tool) {
         Need::Run => Ok(()),
         Need::Forbidden(rule) => {
             let refused = request(&format!("forbidden by {rule}"));
-            Err(super::refuse_forbidden(inner, agent, &refused, &rule).await)
+            Err(refuse_forbidden(ctx, agent, &refused, &rule).await)
         }
-        Need::Approval(reason) => super::seek_approval(inner, agent, &request(&reason)).await,
+        Need::Approval(reason) => seek_approval(ctx, agent, &request(&reason)).await,
     }
 }
 
@@ -83,23 +84,7 @@ fn command(tool: &McpTool, arguments: &Value) -> String {
 
 /// What makes a retry identical: requester, tool and arguments.
 fn key(requester: &AgentPath, tool: &McpTool, arguments: &Value, cwd: &str) -> OverrideKey {
-    OverrideKey {
-        requester: requester.clone(),
-        command: command(tool, arguments),
-        cwd: cwd.to_string(),
-        escalated: false,
-    }
-}
-
-/// The override key of a stored MCP request (for an answer given from outside the runtime).
-pub fn record_key(record: &arbor_agent_graph::ApprovalRecord) -> Option<OverrideKey> {
-    let action = &record.action;
-    Some(OverrideKey {
-        requester: record.requester.clone(),
-        command: action["command"].as_str()?.to_string(),
-        cwd: action["cwd"].as_str()?.to_string(),
-        escalated: false,
-    })
+    mcp_key(requester, &command(tool, arguments), cwd)
 }
 
 #[cfg(test)]
@@ -127,7 +112,10 @@ mod tests {
         policy
             .add_file(Path::new("r.toml"), rules)
             .expect("rules load");
-        match assess(&policy.evaluate_mcp("mcp__fs__write_file"), &tool(read_only)) {
+        match assess(
+            &policy.evaluate_mcp("mcp__fs__write_file"),
+            &tool(read_only),
+        ) {
             Need::Run => "run".into(),
             Need::Forbidden(rule) => format!("forbidden: {rule}"),
             Need::Approval(reason) => format!("ask: {reason}"),
@@ -169,7 +157,7 @@ mod tests {
             None,
         );
         assert_eq!(
-            record_key(&record),
+            super::super::need::record_key(&record),
             Some(key(&path, &tool(false), &args, "/w"))
         );
     }

@@ -186,6 +186,17 @@ pub fn override_key(requester: &AgentPath, args: &ExecArgs, workdir: &Path) -> O
     }
 }
 
+/// What makes an MCP call's retry identical: requester, and the call in one line (tool and
+/// arguments).
+pub fn mcp_key(requester: &AgentPath, command: &str, cwd: &str) -> OverrideKey {
+    OverrideKey {
+        requester: requester.clone(),
+        command: command.to_string(),
+        cwd: cwd.to_string(),
+        escalated: false,
+    }
+}
+
 /// The override key of a stored request (for an answer given from outside the runtime).
 /// `None` for an action that is not an `exec_command`, an `apply_patch` or an MCP call.
 pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
@@ -198,7 +209,11 @@ pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
         ));
     }
     if action["tool"].as_str().is_some_and(arbor_mcp::is_mcp) {
-        return super::mcp::record_key(record);
+        return Some(mcp_key(
+            &record.requester,
+            action["command"].as_str()?,
+            action["cwd"].as_str()?,
+        ));
     }
     if action["tool"] != "exec_command" {
         return None;

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use arbor_protocol::{SandboxMode, ThreadId};
 
 use super::broker::Request;
+use super::gate::{refuse_forbidden, seek_approval};
 use super::need::{self, Need};
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
 /// Decides whether `agent` may apply `patch`, asking for approval when it must; `Err` is the
 /// text its model reads instead. A patch that does not parse passes: applying it reports why.
-pub async fn gate_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, patch: &str) -> Result<(), String> {
+pub async fn gate_patch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, patch: &str) -> Result<(), String> {
     let caps = &agent.identity.caps;
     if caps.sandbox == SandboxMode::ReadOnly {
         // Refused by the sandbox whatever an approver says.
@@ -24,21 +25,21 @@ pub async fn gate_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, patch: &str) -> 
     let Ok(paths) = arbor_tools::patch_paths(patch) else {
         return Ok(());
     };
-    let evaluation = inner.approvals.policy.evaluate_patch(&paths);
-    let cwd = &agent.identity.cwd;
+    let evaluation = ctx.approvals.policy.evaluate_patch(&paths);
+    let cwd = agent.identity.cwd();
     let request = |reason: &str| Request {
         id: ThreadId::new().to_string(),
         action: need::patch_action(patch, &paths, cwd, caps.sandbox, reason),
         justification: None,
         key: need::patch_key(agent.path(), patch, cwd),
-        turn: agent.state().turn_no,
+        turn: agent.runtime().turn_no,
     };
     match need::assess_patch(&evaluation, caps.approval_policy) {
         Need::Run => Ok(()),
         Need::Forbidden(rule) => {
             let refused = request(&format!("forbidden by {rule}"));
-            Err(super::refuse_forbidden(inner, agent, &refused, &rule).await)
+            Err(refuse_forbidden(ctx, agent, &refused, &rule).await)
         }
-        Need::Approval(reason) => super::seek_approval(inner, agent, &request(&reason)).await,
+        Need::Approval(reason) => seek_approval(ctx, agent, &request(&reason)).await,
     }
 }

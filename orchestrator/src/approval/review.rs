@@ -10,10 +10,10 @@ use arbor_protocol::ApprovalsReviewer;
 
 use super::broker::{self, Request, Settled};
 use super::guardian;
-use super::human::{self, HumanResult, TerminalAnswer};
+use super::human::{self, HumanResult};
+use super::prompt::TerminalAnswer;
 use crate::agent::Agent;
-use crate::runtime::Inner;
-use crate::turn::cancel_turn;
+use crate::ctx::Ctx;
 
 /// Why a turn is interrupted when its agent keeps being denied and no human is reachable.
 pub const BREAKER_INTERRUPT: &str = "approval denied three times in a row";
@@ -23,16 +23,15 @@ pub const BREAKER_INTERRUPT: &str = "approval denied three times in a row";
 /// does a reviewer that cannot be asked (a headless user; the breaker with no human reachable,
 /// which also interrupts the turn: then this never returns, the turn ends around it).
 pub async fn decide(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
 ) -> Result<Settled, String> {
-    let reachable = human::reachable(inner);
-    let breaker = match inner.config.reviewer {
+    let reachable = human::reachable(ctx);
+    let breaker = match ctx.config.reviewer {
         ApprovalsReviewer::User => None,
         ApprovalsReviewer::Guardian => Some(
-            inner
-                .approvals
+            ctx.approvals
                 .breaker
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -52,9 +51,13 @@ pub async fn decide(
         None | Some(BreakerVerdict::Review | BreakerVerdict::HandToHuman) => None,
     };
     let interrupt = immediate.is_some() && breaker == Some(BreakerVerdict::InterruptTurn);
-    if let Some(decided) = broker::open(inner, agent, request, immediate).await? {
+    if let Some(decided) = broker::open(ctx, agent, request, immediate).await? {
         if interrupt && !decided.allowed() {
-            cancel_turn(agent, BREAKER_INTERRUPT);
+            ctx.session.send(crate::session::core::Input::Interrupt {
+                target: agent.id(),
+                reason: BREAKER_INTERRUPT.to_string(),
+                ticket: None,
+            });
             // The turn is cancelled: it ends at its next poll, so nothing of this call is used.
             std::future::pending::<()>().await;
         }
@@ -62,12 +65,12 @@ pub async fn decide(
     }
     // Should the requester's turn end before a decision, the request stays pending and is
     // watched as an orphan: `arbor approve` then lets its identical retry through.
-    let pending = inner.approvals.watched.guard(&request.id);
+    let pending = ctx.approvals.watched.guard(&request.id);
     let settled = match breaker {
-        None => ask_human(inner, agent, request, None).await,
-        Some(verdict) => by_guardian(inner, agent, request, verdict).await,
+        None => ask_human(ctx, agent, request, None).await,
+        Some(verdict) => by_guardian(ctx, agent, request, verdict).await,
     };
-    let settled = broker::close(inner, agent, request, settled).await;
+    let settled = broker::close(ctx, agent, request, settled).await;
     pending.settle();
     Ok(settled)
 }
@@ -75,7 +78,7 @@ pub async fn decide(
 /// The guardian's decision, or the human's where the breaker (`verdict`) or a failed review
 /// says so. Every decision counts for the breaker.
 async fn by_guardian(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
     verdict: BreakerVerdict,
@@ -83,14 +86,14 @@ async fn by_guardian(
     let settled = match verdict {
         BreakerVerdict::HandToHuman | BreakerVerdict::InterruptTurn => {
             let note = format!("handed to the user: {BREAKER_INTERRUPT} in this turn");
-            ask_human(inner, agent, request, Some(&note)).await
+            ask_human(ctx, agent, request, Some(&note)).await
         }
         BreakerVerdict::Review => {
-            let (decision, tokens) = guardian::review(inner, agent, request).await;
+            let (decision, tokens) = guardian::review(ctx, agent, request).await;
             match &decision.outcome {
-                DecisionOutcome::ReviewUnavailable(reason) if human::reachable(inner) => {
+                DecisionOutcome::ReviewUnavailable(reason) if human::reachable(ctx) => {
                     let note = format!("the guardian's review failed ({reason})");
-                    let mut settled = ask_human(inner, agent, request, Some(&note)).await;
+                    let mut settled = ask_human(ctx, agent, request, Some(&note)).await;
                     if settled.outcome == ApprovalOutcome::NoApprover {
                         settled = from_guardian(&decision, tokens);
                         settled.rationale = Some(format!("{reason}; no human answered"));
@@ -111,8 +114,7 @@ async fn by_guardian(
         rationale: None,
         user_authorization: None,
     };
-    inner
-        .approvals
+    ctx.approvals
         .breaker
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -140,7 +142,7 @@ fn from_guardian(decision: &Decision, tokens: Option<u64>) -> Settled {
 
 /// Asks a human; `note` (why the human is asked instead of the guardian) joins the rationale.
 async fn ask_human(
-    inner: &Arc<Inner>,
+    ctx: &Arc<Ctx>,
     agent: &Arc<Agent>,
     request: &Request,
     note: Option<&str>,
@@ -149,13 +151,13 @@ async fn ask_human(
         Some(note) => format!("{text}; {note}"),
         None => text.to_string(),
     };
-    match human::ask(inner, request, agent.path()).await {
+    match human::ask(ctx, request, agent.path()).await {
         HumanResult::Terminal(TerminalAnswer::ApproveOnce) => Settled::allow(
             DecidedBy::User,
             Some(with_note("approved once by the user")),
         ),
         HumanResult::Terminal(TerminalAnswer::ApproveForSession) => {
-            inner.approvals.cache_for_session(&request.key);
+            ctx.approvals.cache_for_session(&request.key);
             Settled::allow(
                 DecidedBy::User,
                 Some(with_note("approved for the session by the user")),

@@ -3,99 +3,18 @@
 //! the terminal for a request from before a restart. The driver turns each answer into the
 //! lines that decide the request or grant an override, so every decision has one author.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
-
-use arbor_agent_graph::{
-    AnswerOutcome, ApprovalOutcome, ApprovalRecord, SessionState, answer_outcome,
-};
+use arbor_agent_graph::{AnswerOutcome, ApprovalOutcome, answer_outcome};
 use arbor_protocol::{OverrideUsed, RolloutItem};
-use tokio::sync::oneshot;
 
 use super::broker::{Settled, announce_decision, decided_line, override_line};
-use crate::runtime::Inner;
-
-/// Requests a requester waits on (a human may answer them) and orphans (pending requests
-/// nobody waits for any more: cut short, or from before a restart).
-#[derive(Debug, Default)]
-pub struct Watched {
-    waiters: Mutex<HashMap<String, oneshot::Sender<Settled>>>,
-    orphans: Mutex<HashSet<String>>,
-}
-
-impl Watched {
-    /// Waits for a human's answer to `id` given elsewhere; resolves with the decision.
-    pub fn wait_for(self: &Arc<Self>, id: &str) -> (oneshot::Receiver<Settled>, WaitGuard) {
-        let (tx, rx) = oneshot::channel();
-        self.lock_waiters().insert(id.to_string(), tx);
-        let guard = WaitGuard {
-            watched: Arc::clone(self),
-            id: id.to_string(),
-            settled: false,
-        };
-        (rx, guard)
-    }
-
-    /// Marks `id` an orphan when the returned guard drops unsettled (its requester's turn was
-    /// cut short while the request was pending).
-    pub fn guard(self: &Arc<Self>, id: &str) -> WaitGuard {
-        WaitGuard {
-            watched: Arc::clone(self),
-            id: id.to_string(),
-            settled: false,
-        }
-    }
-
-    /// Watches a pending request nobody waits for.
-    pub fn add_orphan(&self, id: &str) {
-        self.lock_orphans().insert(id.to_string());
-    }
-
-    /// Whether `id` is a pending request nobody waits for.
-    pub fn is_orphan(&self, id: &str) -> bool {
-        self.lock_orphans().contains(id)
-    }
-
-    fn lock_waiters(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Settled>>> {
-        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn lock_orphans(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.orphans.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Stops waiting for a request when its waiter is done; a waiter dropped before its request
-/// was decided (its turn was cut short) leaves the request watched as an orphan.
-#[derive(Debug)]
-pub struct WaitGuard {
-    watched: Arc<Watched>,
-    id: String,
-    settled: bool,
-}
-
-impl WaitGuard {
-    /// The waiter is about to decide the request itself.
-    pub fn settle(mut self) {
-        self.settled = true;
-    }
-}
-
-impl Drop for WaitGuard {
-    fn drop(&mut self) {
-        self.watched.lock_waiters().remove(&self.id);
-        if !self.settled {
-            self.watched.add_orphan(&self.id);
-        }
-    }
-}
+use crate::ctx::Ctx;
 
 /// A human's answer to request `id`, given outside its waiter: a pending request that is waited
 /// on gets it at once (an approval also grants an override, used up by the request itself); an
 /// orphan is decided now (an approval leaves an override for the identical retry); a denial
 /// that can be overridden gets an override; anything else changes nothing.
-pub fn answered(inner: &Inner, id: &str, approve: bool) {
-    let approvals = &inner.approvals;
+pub fn answered(ctx: &Ctx, id: &str, approve: bool) {
+    let approvals = &ctx.approvals;
     let Some(known) = approvals.ledger().get(id).cloned() else {
         tracing::warn!(
             id,
@@ -103,11 +22,11 @@ pub fn answered(inner: &Inner, id: &str, approve: bool) {
         );
         return;
     };
-    let requester = inner.registry.get(known.requester);
+    let requester = ctx.registry.get(known.requester);
     let append = |lines: &[RolloutItem]| {
         let result = match &requester {
             Some(agent) => agent.record(lines).map(|_| ()),
-            None => inner
+            None => ctx
                 .log
                 .append(known.requester, lines.iter().cloned())
                 .map(|_| ()),
@@ -146,7 +65,7 @@ pub fn answered(inner: &Inner, id: &str, approve: bool) {
                 .ledger()
                 .decide(id, settled.outcome, settled.decided_by);
             approvals.watched.lock_orphans().remove(id);
-            announce_decision(inner, id, &settled);
+            announce_decision(ctx, id, &settled);
         }
         outcome => {
             let overridden = approvals.ledger().overridden(id);
@@ -158,16 +77,5 @@ pub fn answered(inner: &Inner, id: &str, approve: bool) {
                 approvals.ledger().grant(id, key.clone(), false);
             }
         }
-    }
-}
-
-/// At resume: the ledger from the session's state, the requests still pending watched as
-/// orphans (and offered to the terminal), and the answers other processes gave while no
-/// driver ran acted on now.
-pub fn restore(inner: &Arc<Inner>, state: &SessionState, pending: Vec<ApprovalRecord>) {
-    *inner.approvals.ledger() = super::ledger::Ledger::from_state(state);
-    super::human::restore_orphans(inner, pending);
-    for (id, approve) in &state.answers {
-        answered(inner, id, *approve);
     }
 }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use arbor_protocol::MailKind;
 use serde::Deserialize;
 
-use super::{ToolResult, parse_args, resolve_target};
+use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
+use crate::ctx::Ctx;
 use crate::mail;
-use crate::runtime::Inner;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,19 +17,19 @@ struct MessageArgs {
     message: String,
 }
 
-pub async fn send_message(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn send_message(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MessageArgs = parse_args("send_message", arguments)?;
     mail::check_content(&args.message)?;
-    let target = resolve_target(inner, caller, &args.target)?;
-    mail::send(inner, caller, &target, MailKind::Message, &args.message)?;
+    let target = resolve_target(ctx, caller, &args.target)?;
+    mail::send(ctx, caller, &target, MailKind::Message, &args.message)?;
     Ok(String::new())
 }
 
-pub async fn followup_task(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn followup_task(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: MessageArgs = parse_args("followup_task", arguments)?;
     mail::check_content(&args.message)?;
-    let target = resolve_target(inner, caller, &args.target)?;
+    let target = resolve_target(ctx, caller, &args.target)?;
     mail::check_recipient(MailKind::Followup, target.path())?;
-    mail::send(inner, caller, &target, MailKind::Followup, &args.message)?;
+    mail::send(ctx, caller, &target, MailKind::Followup, &args.message)?;
     Ok(String::new())
 }

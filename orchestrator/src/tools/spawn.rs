@@ -6,14 +6,12 @@ use arbor_protocol::{AgentPath, MailKind, ResponseItem, ThreadId};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolResult, parse_args};
+use super::args::{ToolResult, parse_args};
 use crate::agent::Agent;
-use crate::lifecycle::{NewAgent, create_agent};
+use crate::config::GUARDIAN_NAME;
+use crate::ctx::Ctx;
 use crate::mail;
-use crate::runtime::Inner;
-
-/// The reserved name of the internal guardian under the root.
-pub const GUARDIAN_NAME: &str = "guardian";
+use crate::session::handle::SpawnSpec;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,7 +52,7 @@ impl Fork {
     }
 }
 
-pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: SpawnArgs = parse_args("spawn_agent", arguments)?;
     AgentPath::validate_name(&args.task_name).map_err(|err| err.to_string())?;
     let path = caller
@@ -67,73 +65,73 @@ pub async fn spawn_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &st
     if !caller.identity.caps.can_spawn {
         return Err(format!(
             "role '{}' cannot spawn agents",
-            caller.identity.role
+            caller.identity.meta.role
         ));
     }
-    let depth = caller.identity.depth + 1;
-    if depth > inner.config.max_depth {
+    let depth = caller.identity.meta.depth + 1;
+    if depth > ctx.config.max_depth {
         return Err(format!(
             "agent depth limit reached: max depth is {}",
-            inner.config.max_depth
+            ctx.config.max_depth
         ));
     }
-    if inner.registry.path_taken(&path) {
+    if ctx.registry.path_taken(&path) {
         return Err(format!("agent path `{path}` already exists"));
     }
-    let role = inner
+    let role = ctx
         .roles
         .for_spawn(args.agent_type.as_deref())
         .map_err(|err| err.to_string())?;
     mail::check_content(&args.message)?;
     let fork = Fork::parse(args.fork_turns.as_deref())?;
-    check_settings(
-        inner,
-        args.model.as_deref(),
-        args.reasoning_effort.as_deref(),
-    )?;
-    let configured = inner.config.role_models.get(&role.name);
+    check_settings(ctx, args.model.as_deref(), args.reasoning_effort.as_deref())?;
+    let configured = ctx.config.role_models.get(&role.name);
     let model = args
         .model
         .or_else(|| configured.and_then(|c| c.model.clone()))
         .or_else(|| role.model.clone())
-        .unwrap_or_else(|| caller.identity.model.clone());
+        .unwrap_or_else(|| caller.identity.meta.model.clone());
     let effort = args
         .reasoning_effort
         .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
         .or_else(|| role.reasoning_effort.clone())
-        .or_else(|| caller.identity.effort.clone());
-    let nickname = inner.draw_nickname(role);
+        .or_else(|| caller.identity.meta.effort.clone());
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
-    let child = create_agent(
-        inner,
-        NewAgent {
+    let cwd = caller.identity.cwd().to_path_buf();
+    let instructions = ctx.project_docs.for_new_agent(role, &cwd, false).await;
+    let spawned = ctx
+        .session
+        .spawn(SpawnSpec {
             id: ThreadId::new(),
             path,
-            parent: Some(caller),
-            role,
+            parent: Some(Arc::clone(caller)),
+            role: role.clone(),
             model,
             effort,
             caps: caller.identity.caps.narrow_for(role),
-            nickname: Some(nickname.clone()),
-            cwd: caller.identity.cwd.clone(),
+            nickname: true,
+            cwd,
             internal: false,
+            instructions,
             stamp: None,
             history: forked_history(caller, fork),
-            task: Some(task.clone()),
-        },
-    )
-    .await?;
-    mail::announce(inner, &task);
-    mail::push(inner, &child, task);
-    // The child takes its task before its parent goes on: children start in spawn order, and
-    // mail a later sibling sends does not reach a child before its own first task does.
+            task: Some(task),
+        })
+        .await?;
+    // The child takes its first step before its parent goes on: with a model that answers at
+    // once (the scripted one), children start in spawn order and before the parent's next
+    // request.
     tokio::task::yield_now().await;
-    Ok(json!({"task_name": child.path().as_str(), "nickname": nickname}).to_string())
+    Ok(json!({
+        "task_name": spawned.agent.path().as_str(),
+        "nickname": spawned.nickname,
+    })
+    .to_string())
 }
 
 /// A model and effort the model asked for, checked as a role file's are: a value the server
 /// would refuse for every request of the child is refused here, and no child is made.
-fn check_settings(inner: &Inner, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
+fn check_settings(ctx: &Ctx, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
     let invalid = |field: &str, message: String| {
         format!("invalid arguments for spawn_agent: field `{field}`: {message}")
     };
@@ -145,7 +143,7 @@ fn check_settings(inner: &Inner, model: Option<&str>, effort: Option<&str>) -> R
         if model.trim().is_empty() {
             return Err(invalid("model", "must not be empty".to_string()));
         }
-        arbor_roles::check_model(model, &inner.config.model_names())
+        arbor_roles::check_model(model, &ctx.config.model_names())
             .map_err(|message| invalid("model", message))?;
     }
     Ok(())
@@ -153,7 +151,7 @@ fn check_settings(inner: &Inner, model: Option<&str>, effort: Option<&str>) -> R
 
 /// The parent's last turns as a child sees them: user messages and final answers only.
 fn forked_history(parent: &Agent, fork: Fork) -> Vec<ResponseItem> {
-    let state = parent.state();
+    let state = parent.runtime();
     let spans = &state.turns;
     let first = match fork {
         Fork::None => return Vec::new(),

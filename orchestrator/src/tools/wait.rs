@@ -1,17 +1,17 @@
 //! `wait_agent`: block (spending no tokens) until a target's mail is waiting (`any`), every
 //! target is idle (`all`), a target starts waiting for an approval, or the deadline passes.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_protocol::{AgentPath, AgentStatus};
+use arbor_protocol::AgentPath;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolResult, parse_args, resolve_target};
+use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
+use crate::session::core::{Answer, Input, WaitDone, WaitMode as Mode};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,57 +31,51 @@ enum WaitMode {
     All,
 }
 
-/// Why a wait ended before its deadline.
-enum Done {
-    Mail(Vec<AgentPath>),
-    AllIdle(Vec<(AgentPath, AgentStatus)>),
-    Approval(AgentPath),
-    NoTargets,
-}
-
-pub async fn wait_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn wait_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: WaitArgs = parse_args("wait_agent", arguments)?;
-    let (timeout_ms, raised) = effective_timeout(inner, args.timeout_ms)?;
-    let mode = args.mode.unwrap_or(WaitMode::Any);
+    let (timeout_ms, raised) = effective_timeout(ctx, args.timeout_ms)?;
+    let mode = match args.mode.unwrap_or(WaitMode::Any) {
+        WaitMode::Any => Mode::Any,
+        WaitMode::All => Mode::All,
+    };
     let targets = match &args.targets {
         Some(names) if !names.is_empty() => {
             let mut targets = Vec::new();
             for name in names {
-                let target = resolve_target(inner, caller, name)?;
+                let target = resolve_target(ctx, caller, name)?;
                 if caller.path().is_within(target.path()) {
                     return Err(format!(
                         "wait_agent cannot wait on the caller itself or an ancestor: {}",
                         target.path()
                     ));
                 }
-                targets.push(target);
+                targets.push(target.id());
             }
-            targets
+            Some(targets)
         }
-        _ => inner
-            .registry
-            .children(caller.id())
-            .into_iter()
-            .filter(|child| !child.identity.internal && !child.state().closed)
-            .collect(),
+        // The caller's open children, as the session knows them.
+        _ => None,
     };
-    let mut changes = inner.changed.subscribe();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
-    let previous = caller.status();
-    inner.set_status(caller, AgentStatus::Waiting);
-    let done = loop {
-        changes.borrow_and_update();
-        if let Some(done) = check(caller, &targets, mode) {
-            break Some(done);
-        }
-        tokio::select! {
-            changed = changes.changed() => if changed.is_err() { break None },
-            () = tokio::time::sleep_until(deadline) => break None,
+    let caller_id = caller.id();
+    let (ticket, mut answer) = ctx.session.ask_later(|ticket| Input::Wait {
+        ticket,
+        caller: caller_id,
+        targets,
+        mode,
+    });
+    let done = tokio::select! {
+        answer = &mut answer => answer.ok(),
+        () = tokio::time::sleep_until(deadline) => {
+            // The session ends the wait (the caller back to running) and answers it.
+            ctx.session.send(Input::WaitEnded { ticket });
+            answer.await.ok()
         }
     };
-    if matches!(previous, AgentStatus::Running) || caller.status() == AgentStatus::Waiting {
-        inner.set_status(caller, AgentStatus::Running);
-    }
+    let done = match done {
+        Some(Answer::Wait(done)) => done,
+        _ => None,
+    };
     let (mut message, timed_out) = match done {
         Some(done) => (describe(done), false),
         None => (format!("timed out after {timeout_ms}ms"), true),
@@ -89,15 +83,15 @@ pub async fn wait_agent(inner: &Arc<Inner>, caller: &Arc<Agent>, arguments: &str
     if let Some(requested) = raised {
         message.push_str(&format!(
             " Requested timeout of {requested}ms was raised to the minimum of {}ms.",
-            inner.config.wait_min_ms
+            ctx.config.wait_min_ms
         ));
     }
     Ok(json!({"message": message, "timed_out": timed_out}).to_string())
 }
 
 /// The timeout to use, and the requested value when it was raised to the minimum.
-fn effective_timeout(inner: &Inner, requested: Option<u64>) -> Result<(u64, Option<u64>), String> {
-    let config = &inner.config;
+fn effective_timeout(ctx: &Ctx, requested: Option<u64>) -> Result<(u64, Option<u64>), String> {
+    let config = &ctx.config;
     match requested {
         None => Ok((config.wait_default_ms, None)),
         Some(ms) if ms > config.wait_max_ms => {
@@ -108,54 +102,17 @@ fn effective_timeout(inner: &Inner, requested: Option<u64>) -> Result<(u64, Opti
     }
 }
 
-fn check(caller: &Agent, targets: &[Arc<Agent>], mode: WaitMode) -> Option<Done> {
-    if targets.is_empty() {
-        return Some(Done::NoTargets);
-    }
-    if let Some(waiting) = targets
-        .iter()
-        .find(|t| t.status() == AgentStatus::AwaitingApproval)
-    {
-        return Some(Done::Approval(waiting.path().clone()));
-    }
-    match mode {
-        WaitMode::Any => {
-            // One pass over the mailbox, then one lookup per target.
-            let state = caller.state();
-            let authors: HashSet<&AgentPath> = state.mailbox.pending().map(|m| &m.author).collect();
-            let from: Vec<AgentPath> = targets
-                .iter()
-                .map(|t| t.path())
-                .filter(|path| authors.contains(path))
-                .cloned()
-                .collect();
-            (!from.is_empty()).then_some(Done::Mail(from))
-        }
-        WaitMode::All => {
-            let idle = targets.iter().all(|t| !t.state().active());
-            idle.then(|| {
-                Done::AllIdle(
-                    targets
-                        .iter()
-                        .map(|t| (t.path().clone(), t.status()))
-                        .collect(),
-                )
-            })
-        }
-    }
-}
-
-fn describe(done: Done) -> String {
+fn describe(done: WaitDone) -> String {
     match done {
-        Done::NoTargets => "no agents to wait for".to_string(),
-        Done::Mail(from) => format!(
+        WaitDone::NoTargets => "no agents to wait for".to_string(),
+        WaitDone::Mail(from) => format!(
             "mail is waiting from {}",
             from.iter()
                 .map(AgentPath::as_str)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
-        Done::AllIdle(targets) => format!(
+        WaitDone::AllIdle(targets) => format!(
             "all targets are idle: {}",
             targets
                 .iter()
@@ -163,6 +120,6 @@ fn describe(done: Done) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")
         ),
-        Done::Approval(path) => format!("{path} is waiting for an approval"),
+        WaitDone::Approval(path) => format!("{path} is waiting for an approval"),
     }
 }

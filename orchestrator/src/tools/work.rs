@@ -10,20 +10,20 @@ use arbor_rollout::log::Urgency;
 use arbor_tools::{ExecArgs, ExecConfig, ExecRequest, run_exec};
 use serde::Deserialize;
 
-use super::{ToolResult, parse_args};
+use super::args::{ToolResult, parse_args};
 use crate::agent::Agent;
 use crate::approval;
-use crate::runtime::Inner;
+use crate::ctx::Ctx;
 
-pub async fn exec_command(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn exec_command(ctx: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args = ExecArgs::parse(arguments).map_err(|err| err.to_string())?;
-    let request = ExecRequest::from_args(&args, &agent.identity.cwd, &ExecConfig::default())
+    let request = ExecRequest::from_args(&args, agent.identity.cwd(), &ExecConfig::default())
         .map_err(|err| err.to_string())?;
-    let launcher = approval::gate_exec(inner, agent, &args, &request.workdir).await?;
-    durable_now(inner).await?;
+    let launcher = approval::gate_exec(ctx, agent, &args, &request.workdir).await?;
+    durable_now(ctx).await?;
     let request = request
         .with_launcher(launcher)
-        .with_environment(inner.config.shell_environment.clone())
+        .with_environment(ctx.config.shell_environment.clone())
         .with_live(agent.live.clone());
     Ok(run_exec(request).await.to_model_output())
 }
@@ -34,13 +34,13 @@ struct PatchArgs {
     patch: String,
 }
 
-pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
+pub async fn apply_patch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) -> ToolResult {
     let args: PatchArgs = parse_args("apply_patch", arguments)?;
-    let cwd = agent.identity.cwd.clone();
+    let cwd = agent.identity.cwd().to_path_buf();
     let mode = agent.identity.caps.sandbox;
     // A patch passes its own approval gate (`untrusted` asks for it) before it is applied.
-    approval::gate_patch(inner, agent, &args.patch).await?;
-    durable_now(inner).await?;
+    approval::gate_patch(ctx, agent, &args.patch).await?;
+    durable_now(ctx).await?;
     tokio::task::spawn_blocking(move || arbor_tools::apply_patch_confined(&cwd, &args.patch, mode))
         .await
         .map_err(|err| format!("apply_patch failed to run: {err}"))?
@@ -49,10 +49,9 @@ pub async fn apply_patch(inner: &Arc<Inner>, agent: &Arc<Agent>, arguments: &str
 }
 
 /// Waits until everything appended so far is on disk; a failed log refuses the side effect.
-pub(super) async fn durable_now(inner: &Inner) -> Result<(), String> {
-    let upto = inner.log.appended();
-    inner
-        .log
+pub(super) async fn durable_now(ctx: &Ctx) -> Result<(), String> {
+    let upto = ctx.log.appended();
+    ctx.log
         .durable(upto, Urgency::Now)
         .await
         .map_err(|err| format!("not run: {err}"))

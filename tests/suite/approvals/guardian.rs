@@ -95,6 +95,7 @@ async fn an_allow_runs_the_escalation_and_the_guardian_stays_internal() {
     let guardian = s
         .orch
         .agent(&Session::path("/root/guardian"))
+        .await
         .expect("the guardian was spawned");
     assert_eq!(guardian.role, "guardian");
     assert_eq!(guardian.sandbox, "read-only");
@@ -292,7 +293,7 @@ async fn three_denials_in_a_turn_interrupt_it_when_no_human_is_reachable() {
     let mut s = guardian_session(script, |_| {}).await;
     s.run("try four times").await;
     assert_eq!(
-        s.orch.root_status(),
+        s.orch.root_status().await,
         AgentStatus::Interrupted("approval denied three times in a row".into())
     );
     assert_eq!(guardian_requests(&s).len(), 3);
@@ -301,7 +302,7 @@ async fn three_denials_in_a_turn_interrupt_it_when_no_human_is_reachable() {
         assert!(output.starts_with(DENIED_SENTENCE), "{output}");
     }
     assert_eq!(results.len(), 3, "the fourth call never ran");
-    let root = s.orch.agent(&Session::path("/root")).expect("root");
+    let root = s.orch.agent(&Session::path("/root")).await.expect("root");
     assert!(
         matches!(root.history.last(), Some(ResponseItem::FunctionCallOutput { output, .. })
             if output == "the turn ended before this call finished"),
@@ -353,7 +354,10 @@ async fn three_denials_in_a_turn_hand_the_next_request_to_the_human() {
             .is_some_and(|r| r.contains("handed to the user")),
         "{records:?}"
     );
-    assert!(matches!(s.orch.root_status(), AgentStatus::Completed(_)));
+    assert!(matches!(
+        s.orch.root_status().await,
+        AgentStatus::Completed(_)
+    ));
 }
 
 #[tokio::test]
@@ -459,6 +463,7 @@ async fn the_guardian_cannot_ask_for_approval_and_its_decisions_are_not_cached()
     let guardians = s
         .orch
         .agents()
+        .await
         .into_iter()
         .filter(|a| a.path.as_str() == "/root/guardian")
         .count();

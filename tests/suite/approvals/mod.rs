@@ -239,7 +239,7 @@ async fn headless_user_gives_no_approver_to_the_requester_and_its_parent() {
         )
     });
     assert!(!waited, "nobody can be asked, so nobody waits");
-    let root = s.orch.agent(&Session::path("/root")).expect("root");
+    let root = s.orch.agent(&Session::path("/root")).await.expect("root");
     let result_mail = root.history.iter().any(|item| {
         matches!(item, ResponseItem::Message { role, content }
             if role == "user" && content.contains(&format!("w: {NO_APPROVER_SENTENCE}")))

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::misbehaving;
 
-const ALLOW: &str = r#"{"outcome": "allow", "risk_level": "low", "rationale": "writes one scratch file"}"#;
+const ALLOW: &str =
+    r#"{"outcome": "allow", "risk_level": "low", "rationale": "writes one scratch file"}"#;
 
 /// A session whose root calls the read-only `echo`, then `write` of `target`.
 async fn write_session(
@@ -82,7 +83,10 @@ async fn a_write_tool_is_asked_about_and_an_allow_rule_lets_it_run() {
         s.tool_results("/root")[1].1,
         format!("wrote {}", allowed.display())
     );
-    assert_eq!(std::fs::read_to_string(&allowed).expect("written"), "written");
+    assert_eq!(
+        std::fs::read_to_string(&allowed).expect("written"),
+        "written"
+    );
     assert!(requested(&s).is_empty());
 }
 
@@ -101,7 +105,8 @@ async fn never_refuses_and_the_guardian_sees_server_tool_and_arguments() {
     assert!(!refused.exists());
 
     let reviewed = dir.path().join("reviewed.txt");
-    let guardian = json!({"match": "role:guardian", "repeat": true, "responses": [[{"say": ALLOW}]]});
+    let guardian =
+        json!({"match": "role:guardian", "repeat": true, "responses": [[{"say": ALLOW}]]});
     let s = write_session(&reviewed, Some(guardian), |config| {
         config.reviewer = ApprovalsReviewer::Guardian;
     })

@@ -12,11 +12,16 @@ async fn the_next_session_starts_a_server_only_when_its_tool_is_called() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pidfile = dir.path().join("pids");
     let server = || misbehaving("crashy", "ok", &pidfile, |_| {});
-    let first = json!({"agents": [{"match": "/root", "responses": [[{"say": "nothing to call"}]]}]});
+    let first =
+        json!({"agents": [{"match": "/root", "responses": [[{"say": "nothing to call"}]]}]});
     let mut one = Session::new(first, |config| config.mcp_servers = vec![server()]).await;
     one.run("list the tools").await;
     one.orch.shutdown("done").await;
-    assert_eq!(pids(&pidfile).len(), 2, "the first session started the server once");
+    assert_eq!(
+        pids(&pidfile).len(),
+        2,
+        "the first session started the server once"
+    );
 
     let count = format!("wc -l < {}", pidfile.display());
     let second = json!({"agents": [{"match": "/root", "responses": [
@@ -38,9 +43,17 @@ async fn the_next_session_starts_a_server_only_when_its_tool_is_called() {
         .collect();
     let lines = |output: &str| {
         let result: serde_json::Value = serde_json::from_str(output).expect("exec json");
-        result["stdout"].as_str().unwrap_or_default().trim().to_string()
+        result["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .to_string()
     };
-    assert_eq!(lines(&outputs[0]), "1", "not started before the call: {outputs:?}");
+    assert_eq!(
+        lines(&outputs[0]),
+        "1",
+        "not started before the call: {outputs:?}"
+    );
     assert_eq!(outputs[1], "started now");
     assert_eq!(lines(&outputs[2]), "2", "started by the call: {outputs:?}");
     assert!(offered(&two, "/root", 0).contains(&"mcp__crashy__echo".to_string()));

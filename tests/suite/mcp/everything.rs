@@ -45,11 +45,16 @@ async fn schemas_structured_results_and_a_long_tool_that_times_out() {
     let weather: serde_json::Value = serde_json::from_str(&outputs[1]).expect("JSON");
     assert!(weather["temperature"].is_number(), "{}", outputs[1]);
     assert!(
-        outputs[2].contains("[image: image/png, ") && outputs[2].contains("bytes base64, not shown]"),
+        outputs[2].contains("[image: image/png, ")
+            && outputs[2].contains("bytes base64, not shown]"),
         "{}",
         outputs[2]
     );
-    assert!(outputs[2].len() < 1000, "an image is a placeholder: {}", outputs[2]);
+    assert!(
+        outputs[2].len() < 1000,
+        "an image is a placeholder: {}",
+        outputs[2]
+    );
     assert_eq!(
         outputs[3],
         "mcp server `everything` did not answer `trigger-long-running-operation` within 1000 ms (tool_timeout_ms); the call was cancelled"

@@ -59,7 +59,11 @@ async fn a_worker_lists_and_edits_files_inside_the_workspace_only() {
         .map(|(_, output)| output)
         .collect();
     assert!(outputs[0].contains("[FILE] notes.txt"), "{}", outputs[0]);
-    assert!(outputs[1].contains("-a draft") && outputs[1].contains("+a final"), "{}", outputs[1]);
+    assert!(
+        outputs[1].contains("-a draft") && outputs[1].contains("+a final"),
+        "{}",
+        outputs[1]
+    );
     assert_eq!(
         std::fs::read_to_string(s.workspace().join("notes.txt")).expect("read"),
         "a final\n"
@@ -70,10 +74,14 @@ async fn a_worker_lists_and_edits_files_inside_the_workspace_only() {
         "{}",
         outputs[2]
     );
-    assert!(!outside_file.exists(), "the server wrote outside the workspace");
+    assert!(
+        !outside_file.exists(),
+        "the server wrote outside the workspace"
+    );
     assert_eq!(
         s.orch
             .agent(&Session::path("/root/worker"))
+            .await
             .expect("worker")
             .status,
         AgentStatus::Completed(Some("edited".into()))
@@ -81,14 +89,29 @@ async fn a_worker_lists_and_edits_files_inside_the_workspace_only() {
 
     // The explorer sees the read-only tools only, and cannot call a write tool by name.
     let reader = offered(&s, "/root/reader", 0);
-    assert!(reader.contains(&"mcp__fs__read_text_file".to_string()), "{reader:?}");
-    assert!(reader.contains(&"mcp__fs__list_directory".to_string()), "{reader:?}");
-    assert!(!reader.contains(&"mcp__fs__write_file".to_string()), "{reader:?}");
-    assert!(!reader.contains(&"mcp__fs__edit_file".to_string()), "{reader:?}");
+    assert!(
+        reader.contains(&"mcp__fs__read_text_file".to_string()),
+        "{reader:?}"
+    );
+    assert!(
+        reader.contains(&"mcp__fs__list_directory".to_string()),
+        "{reader:?}"
+    );
+    assert!(
+        !reader.contains(&"mcp__fs__write_file".to_string()),
+        "{reader:?}"
+    );
+    assert!(
+        !reader.contains(&"mcp__fs__edit_file".to_string()),
+        "{reader:?}"
+    );
     assert_eq!(
         s.tool_output("/root/reader", "mcp__fs__write_file"),
         "tool `mcp__fs__write_file` is not available to this agent"
     );
     let worker = offered(&s, "/root/worker", 0);
-    assert!(worker.contains(&"mcp__fs__write_file".to_string()), "{worker:?}");
+    assert!(
+        worker.contains(&"mcp__fs__write_file".to_string()),
+        "{worker:?}"
+    );
 }

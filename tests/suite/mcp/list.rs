@@ -51,7 +51,12 @@ fn mcp_list_shows_servers_their_tools_and_failures() {
         .collect();
     assert_eq!(
         names,
-        ["mcp__good__echo", "mcp__good__write", "mcp__good__crash", "mcp__good__garbage"]
+        [
+            "mcp__good__echo",
+            "mcp__good__write",
+            "mcp__good__crash",
+            "mcp__good__garbage"
+        ]
     );
     assert_eq!(good["tools"][0]["read_only"], true);
     assert_eq!(good["tools"][1]["read_only"], false);
@@ -72,14 +77,23 @@ fn mcp_list_shows_servers_their_tools_and_failures() {
     let shown = text(&human.stdout);
     assert!(shown.contains("good (stdio "), "{shown}");
     assert!(shown.contains(": started, 4 tools"), "{shown}");
-    assert!(shown.contains("mcp__good__echo") && shown.contains("read-only"), "{shown}");
-    assert!(shown.contains("stuck (stdio ") && shown.contains("did not start: it did not answer"), "{shown}");
+    assert!(
+        shown.contains("mcp__good__echo") && shown.contains("read-only"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("stuck (stdio ") && shown.contains("did not start: it did not answer"),
+        "{shown}"
+    );
 }
 
 #[test]
 fn bad_tables_exit_2_and_an_untrusted_workspace_adds_no_servers() {
     let ws = Workspace::new();
-    config(&ws, "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://127.0.0.1:9/mcp\"\n");
+    config(
+        &ws,
+        "[mcp_servers.a]\ncommand = \"x\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+    );
     let out = ws.run(&["mcp", "list"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -25,12 +25,15 @@ async fn crashing_hanging_and_garbage_servers_give_clear_errors_and_leave_nothin
         call("mcp__junk__anything", json!({})),
         [{"say": "carried on"}]]}]});
     let servers = vec![
-        misbehaving("crashy", "ok", &pidfile, |raw| raw.tool_timeout_ms = Some(500)),
+        misbehaving("crashy", "ok", &pidfile, |raw| {
+            raw.tool_timeout_ms = Some(500)
+        }),
+        // Long enough for Python to start (and record its pids) on a loaded machine.
         misbehaving("hang", "hang-at-start", &pidfile, |raw| {
-            raw.startup_timeout_ms = Some(300)
+            raw.startup_timeout_ms = Some(1500)
         }),
         misbehaving("junk", "garbage-at-start", &pidfile, |raw| {
-            raw.startup_timeout_ms = Some(300)
+            raw.startup_timeout_ms = Some(1500)
         }),
     ];
     let mut s = Session::new(script, |config| config.mcp_servers = servers).await;
@@ -55,26 +58,33 @@ async fn crashing_hanging_and_garbage_servers_give_clear_errors_and_leave_nothin
     );
     assert_eq!(
         outputs[6],
-        "mcp server `hang` is unavailable in this session: it did not answer `initialize` within 300 ms (startup_timeout_ms)"
+        "mcp server `hang` is unavailable in this session: it did not answer `initialize` within 1500 ms (startup_timeout_ms)"
     );
     assert!(
         outputs[7].starts_with(
-            "mcp server `junk` is unavailable in this session: it did not answer `initialize` within 300 ms (startup_timeout_ms) (its last output was \"this is not json\")"
+            "mcp server `junk` is unavailable in this session: it did not answer `initialize` within 1500 ms (startup_timeout_ms) (its last output was \"this is not json\")"
         ),
         "{}",
         outputs[7]
     );
     assert_eq!(
-        s.orch.root_status(),
+        s.orch.root_status().await,
         AgentStatus::Completed(Some("carried on".into()))
     );
     // The first request offered the good tools only; the bad ones came with notices.
     let tools = offered(&s, "/root", 0);
-    for name in ["mcp__crashy__echo", "mcp__crashy__write", "mcp__crashy__crash"] {
+    for name in [
+        "mcp__crashy__echo",
+        "mcp__crashy__write",
+        "mcp__crashy__crash",
+    ] {
         assert!(tools.contains(&name.to_string()), "{tools:?}");
     }
     assert!(!tools.iter().any(|t| t.contains("bad")), "{tools:?}");
-    assert!(!tools.iter().any(|t| t.starts_with("mcp__hang")), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp__hang")),
+        "{tools:?}"
+    );
     let notices: Vec<String> = s
         .seen
         .iter()
@@ -88,7 +98,10 @@ async fn crashing_hanging_and_garbage_servers_give_clear_errors_and_leave_nothin
         "mcp server `crashy`: tool `bad.name` is not offered: its name has characters model providers refuse (only letters, digits, `_` and `-`)",
         "mcp server `crashy` restarted (start 2 of 2)",
     ] {
-        assert!(notices.iter().any(|n| n == expected), "{expected}\n{notices:#?}");
+        assert!(
+            notices.iter().any(|n| n == expected),
+            "{expected}\n{notices:#?}"
+        );
     }
     s.orch.shutdown("done").await;
     let started = pids(&pidfile);

@@ -73,7 +73,9 @@ fn a_python_mcp_client_starts_a_tree_answers_its_approval_and_gets_the_answer() 
         .collect();
     assert!(progress.contains(&"session completed"), "{progress:?}");
     assert!(
-        progress.iter().any(|line| line.starts_with("approval ") && line.ends_with(": allow")),
+        progress
+            .iter()
+            .any(|line| line.starts_with("approval ") && line.ends_with(": allow")),
         "{progress:?}"
     );
     assert!(

@@ -47,7 +47,7 @@ async fn max_output_tokens_reaches_the_request_body_of_both_apis() {
             "hi",
         )
         .await;
-        assert_eq!(global.orch.root_last_message().as_deref(), Some("ok"));
+        assert_eq!(global.orch.root_last_message().await.as_deref(), Some("ok"));
         // The root's role (`default`) has a limit of its own: it wins over the global one.
         let by_role = |c: &mut arbor_orchestrator::RunConfig| {
             c.max_output_tokens = Some(123);
@@ -111,7 +111,7 @@ async fn a_length_finish_with_a_complete_call_runs_the_call() {
         .await;
 
         assert_eq!(
-            run.orch.root_status(),
+            run.orch.root_status().await,
             AgentStatus::Completed(Some("done".into())),
             "{kind}"
         );
@@ -164,7 +164,7 @@ async fn a_model_cut_again_and_again_without_a_call_is_stopped() {
         )
         .await;
         assert_eq!(
-            run.orch.root_status(),
+            run.orch.root_status().await,
             AgentStatus::Errored(
                 "the model's response was cut at the output limit of 8 tokens (max_output_tokens) \
                  3 times in a row; raise max_output_tokens or ask for shorter answers"

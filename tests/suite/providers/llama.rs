@@ -73,7 +73,7 @@ async fn the_recorded_responses_stream_runs_its_call_once_and_keeps_the_text() {
     .await;
     let run = Run::new(ProviderKind::OpenAi, &server, reader, |_| {}, "rename").await;
 
-    assert_eq!(run.orch.root_last_message().as_deref(), Some("done"));
+    assert_eq!(run.orch.root_last_message().await.as_deref(), Some("done"));
     let call_id = "call_6MoTpS6VmGLRufRYWWHiwhfvA0CaMn5i";
     assert_eq!(
         run.tool_calls(),
@@ -158,7 +158,7 @@ async fn a_call_cut_mid_string_leaves_a_history_the_server_accepts() {
         let run = Run::new(kind, &server, reader, |_| {}, &prompt).await;
 
         assert_eq!(
-            run.orch.root_status(),
+            run.orch.root_status().await,
             AgentStatus::Completed(Some("done".into())),
             "{kind}"
         );
@@ -223,7 +223,7 @@ async fn the_same_500_forever_is_tried_twice_and_named() {
     // At the turn level the agent's error names the server's message.
     let server = MockServer::start(move |_| Reply::json(500, &refusal)).await;
     let run = Run::new(ProviderKind::Chat, &server, |_| {}, |_| {}, "hi").await;
-    let status = run.orch.root_status();
+    let status = run.orch.root_status().await;
     assert!(
         matches!(&status, AgentStatus::Errored(reason)
             if reason.starts_with("model error (http 500): Failed to parse tool call arguments")),
@@ -251,7 +251,7 @@ async fn every_call_is_announced_once_in_the_order_the_model_made_them() {
         .await;
         let run = Run::new(kind, &server, |_| {}, |_| {}, "go").await;
         assert_eq!(
-            run.orch.root_last_message().as_deref(),
+            run.orch.root_last_message().await.as_deref(),
             Some("done"),
             "{kind}"
         );

@@ -119,11 +119,12 @@ async fn a_multi_agent_run_through_the_responses_api() {
     orch.wait_quiescent().await;
 
     assert_eq!(
-        orch.root_last_message().as_deref(),
+        orch.root_last_message().await.as_deref(),
         Some("both workers are done: worker_a finished | worker_b finished")
     );
     let paths: HashSet<String> = orch
         .agents()
+        .await
         .iter()
         .map(|agent| agent.path.to_string())
         .collect();

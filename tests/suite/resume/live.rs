@@ -55,7 +55,7 @@ async fn resume_of_fifty_agents_spends_nothing_until_a_followup_reaches_the_same
         .expect("resume");
     assert_eq!(info.agents, 51);
     assert_eq!(model.requests().len(), 0, "resume spends no model request");
-    assert_eq!(orch.resident_children(), 0, "resume loads no runtime");
+    assert_eq!(orch.resident_children().await, 0, "resume loads no runtime");
     orch.send_from_user("/root/worker_7", MailKind::Followup, "once more")
         .await
         .expect("followup");
@@ -72,6 +72,7 @@ async fn resume_of_fifty_agents_spends_nothing_until_a_followup_reaches_the_same
     assert_eq!(history, ["task 7", "worker_7 did task 7", "once more"]);
     let view = orch
         .agent(&AgentPath::parse("/root/worker_7").expect("path"))
+        .await
         .expect("agent");
     assert_eq!(
         view.status,

@@ -31,7 +31,7 @@ async fn close_stops_the_subtree_and_later_mail_is_refused() {
     ]});
     let mut s = Session::new(script, |c| c.max_depth = 2).await;
     s.run("close").await;
-    assert_eq!(s.orch.root_status(), completed("closed"));
+    assert_eq!(s.orch.root_status().await, completed("closed"));
     assert_eq!(
         json_of(&s.tool_output("/root", "list_agents")),
         json!({"agents": [{"agent_name": "/root", "agent_status": "running", "nickname": null,
@@ -49,9 +49,9 @@ async fn close_stops_the_subtree_and_later_mail_is_refused() {
     );
     assert_eq!(closes[1], "root is not a spawned agent");
     assert_eq!(s.tool_results("/root")[4].1, "agent /root/a is closed");
-    let a = s.orch.agent(&Session::path("/root/a")).expect("a");
+    let a = s.orch.agent(&Session::path("/root/a")).await.expect("a");
     assert_eq!(a.status, AgentStatus::Closed);
-    let b = s.orch.agent(&Session::path("/root/a/b")).expect("b");
+    let b = s.orch.agent(&Session::path("/root/a/b")).await.expect("b");
     assert_eq!(b.status, AgentStatus::Interrupted("parent_closed".into()));
     let store = s.orch.store();
     assert_eq!(
@@ -90,7 +90,11 @@ async fn interrupt_stops_the_turn_and_keeps_the_agent_usable() {
         json!({"previous_status": "running"})
     );
     assert_eq!(
-        s.orch.agent(&Session::path("/root/w")).expect("w").status,
+        s.orch
+            .agent(&Session::path("/root/w"))
+            .await
+            .expect("w")
+            .status,
         completed("back: try again")
     );
     let results = s.mail_in_request("/root", 6, "FINAL_ANSWER");
@@ -165,7 +169,7 @@ async fn a_turn_stops_at_max_turn_responses() {
     let mut s = Session::new(script, |c| c.max_turn_responses = 3).await;
     s.run("loop forever").await;
     assert_eq!(
-        s.orch.root_status(),
+        s.orch.root_status().await,
         AgentStatus::Errored("turn response limit reached".into())
     );
     assert_eq!(s.model.requests_for(&Session::path("/root")).len(), 3);

@@ -65,7 +65,7 @@ async fn the_same_script_gives_the_same_run_twice() {
                 })
             })
             .collect();
-        runs.push((trace, s.orch.root_status()));
+        runs.push((trace, s.orch.root_status().await));
     }
     assert_eq!(runs[0], runs[1]);
 }

@@ -51,7 +51,11 @@ async fn queue_only_mail_waits_then_a_followup_delivers_it_first() {
         "the follow-up comes after the queued notes"
     );
     assert_eq!(
-        s.orch.agent(&Session::path("/root/w")).expect("w").status,
+        s.orch
+            .agent(&Session::path("/root/w"))
+            .await
+            .expect("w")
+            .status,
         completed("got now work")
     );
 }
@@ -85,7 +89,11 @@ async fn mail_to_a_running_agent_joins_its_next_request() {
         ["mid-turn note"]
     );
     assert_eq!(
-        s.orch.agent(&Session::path("/root/w")).expect("w").status,
+        s.orch
+            .agent(&Session::path("/root/w"))
+            .await
+            .expect("w")
+            .status,
         completed("read mid-turn note")
     );
 }
@@ -200,11 +208,10 @@ async fn results_go_to_the_direct_parent_only_and_wake_it_once() {
     } else {
         &["children started"]
     };
+    let root = s.orch.root_status().await;
     assert!(
-        ends.iter()
-            .map(|end| completed(end))
-            .any(|end| end == s.orch.root_status()),
+        ends.iter().map(|end| completed(end)).any(|end| end == root),
         "{:?}",
-        s.orch.root_status()
+        s.orch.root_status().await
     );
 }

@@ -40,7 +40,7 @@ async fn a_bad_reasoning_effort_or_unconfigured_model_spawns_no_child() {
     ]);
     let mut s = Session::new(script, |c| c.models = models).await;
     s.run("spawn").await;
-    assert_eq!(s.orch.root_status(), completed("checked"));
+    assert_eq!(s.orch.root_status().await, completed("checked"));
     let errors: Vec<String> = s.tool_results("/root").into_iter().map(|r| r.1).collect();
     let invalid = "invalid arguments for spawn_agent: field";
     assert_eq!(
@@ -54,9 +54,15 @@ async fn a_bad_reasoning_effort_or_unconfigured_model_spawns_no_child() {
             format!("{invalid} `model`: must not be empty"),
         ]
     );
-    let paths: Vec<String> = s.orch.agents().iter().map(|a| a.path.to_string()).collect();
+    let paths: Vec<String> = s
+        .orch
+        .agents()
+        .await
+        .iter()
+        .map(|a| a.path.to_string())
+        .collect();
     assert_eq!(paths, ["/root", "/root/ok"]);
-    let ok = s.orch.agent(&Session::path("/root/ok")).expect("ok");
+    let ok = s.orch.agent(&Session::path("/root/ok")).await.expect("ok");
     assert_eq!(ok.model, "small");
 }
 
@@ -98,9 +104,9 @@ async fn the_root_is_offered_exactly_the_tools_of_a_user_default_role() {
         s.tool_results("/root")[0].1,
         "tool `spawn_agent` is not available to this agent"
     );
-    let root = s.orch.agent(&Session::path("/root")).expect("root");
+    let root = s.orch.agent(&Session::path("/root")).await.expect("root");
     assert_eq!(root.sandbox, "read-only");
-    assert_eq!(s.orch.agents().len(), 1);
+    assert_eq!(s.orch.agents().await.len(), 1);
 }
 
 #[tokio::test]
@@ -111,7 +117,7 @@ async fn a_default_role_cannot_widen_the_root() {
     let mut s =
         Session::with_workspace(script, |cwd| write_role(cwd, "default.toml", role), |_| {}).await;
     s.run("work").await;
-    let root = s.orch.agent(&Session::path("/root")).expect("root");
+    let root = s.orch.agent(&Session::path("/root")).await.expect("root");
     assert_eq!(root.sandbox, "workspace-write");
     let requests = s.model.requests_for(&Session::path("/root"));
     assert_eq!(requests[0].tools.len(), arbor_roles::TOOL_NAMES.len());
@@ -129,7 +135,11 @@ async fn an_empty_final_answer_becomes_a_result_saying_there_was_none() {
     ]});
     let mut s = Session::new(script, |_| {}).await;
     s.run("ask").await;
-    let quiet = s.orch.agent(&Session::path("/root/quiet")).expect("child");
+    let quiet = s
+        .orch
+        .agent(&Session::path("/root/quiet"))
+        .await
+        .expect("child");
     assert_eq!(quiet.status, AgentStatus::Completed(None));
     assert_eq!(
         s.mail_in_request("/root", 2, "FINAL_ANSWER"),

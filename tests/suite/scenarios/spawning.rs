@@ -22,11 +22,15 @@ async fn root_spawns_workers_waits_and_summarises() {
     ]});
     let mut s = Session::new(script, |_| {}).await;
     s.run("refactor").await;
-    assert_eq!(s.orch.root_status(), completed("both workers are done"));
+    assert_eq!(
+        s.orch.root_status().await,
+        completed("both workers are done")
+    );
     for (name, task) in [("worker_a", "task a"), ("worker_b", "task b")] {
         let worker = s
             .orch
             .agent(&Session::path(&format!("/root/{name}")))
+            .await
             .expect("worker");
         assert_eq!(worker.status, completed(&format!("done with {task}")));
         assert_eq!(worker.role, "worker");
@@ -68,7 +72,7 @@ async fn spawn_depth_duplicates_and_names_are_checked() {
     ]});
     let mut s = Session::new(script, |c| c.max_depth = 2).await;
     s.run("check spawning").await;
-    assert_eq!(s.orch.root_status(), completed("checked"));
+    assert_eq!(s.orch.root_status().await, completed("checked"));
     let root = s.tool_results("/root");
     let errors: Vec<&str> = root[1..9].iter().map(|(_, o)| o.as_str()).collect();
     assert_eq!(errors[0], "agent path `/root/a` already exists");
@@ -94,7 +98,11 @@ async fn spawn_depth_duplicates_and_names_are_checked() {
         "agent depth limit reached: max depth is 2"
     );
     assert_eq!(
-        s.orch.agent(&Session::path("/root/a/b")).expect("b").status,
+        s.orch
+            .agent(&Session::path("/root/a/b"))
+            .await
+            .expect("b")
+            .status,
         completed("b done")
     );
 }
@@ -132,7 +140,7 @@ async fn relative_names_reach_descendants_and_siblings_need_absolute_paths() {
             "agent_name `..` is reserved"
         ]
     );
-    let a = s.orch.agent(&Session::path("/root/a")).expect("a");
+    let a = s.orch.agent(&Session::path("/root/a")).await.expect("a");
     assert_eq!(a.unread, 1, "the absolute message waits, unread");
 }
 
@@ -178,6 +186,7 @@ async fn roles_narrow_and_never_widen() {
     let wide = s
         .orch
         .agent(&Session::path("/root/lead/wide"))
+        .await
         .expect("wide");
     assert_eq!(wide.sandbox, "read-only");
     let tools: Vec<String> = s.model.requests_for(&Session::path("/root/lead/wide"))[0]

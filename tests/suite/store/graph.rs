@@ -119,8 +119,8 @@ fn thread_index_keeps_records_statuses_and_sessions() {
     one.commit(&store);
     Seed::new(3).spawn(3, None, "/root").commit(&store);
     let got = store.thread(tid(2)).expect("read").expect("present");
-    assert_eq!(got.nickname.as_deref(), Some("Plato"));
-    assert_eq!(got.effort.as_deref(), Some("high"));
+    assert_eq!(got.meta.nickname.as_deref(), Some("Plato"));
+    assert_eq!(got.meta.effort.as_deref(), Some("high"));
     assert_eq!(got.status, AgentStatus::PendingInit);
     assert!(
         got.rollout_path.starts_with("sessions/"),
@@ -135,12 +135,12 @@ fn thread_index_keeps_records_statuses_and_sessions() {
 
     let in_session: Vec<_> = store.threads_in_session(tid(1)).expect("list");
     assert_eq!(
-        in_session.iter().map(|r| r.id).collect::<Vec<_>>(),
+        in_session.iter().map(|r| r.id()).collect::<Vec<_>>(),
         ids(&[1, 2])
     );
     let sessions = store.sessions().expect("sessions");
     assert_eq!(
-        sessions.iter().map(|r| r.id).collect::<Vec<_>>(),
+        sessions.iter().map(|r| r.id()).collect::<Vec<_>>(),
         ids(&[3, 1])
     );
 
@@ -148,7 +148,7 @@ fn thread_index_keeps_records_statuses_and_sessions() {
         store
             .find_session_by_prefix(&tid(3).to_string())
             .expect("full id")
-            .id,
+            .id(),
         tid(3)
     );
     let err = store

@@ -3,9 +3,9 @@
 mod args;
 mod capture;
 mod contain;
-mod contained;
 #[cfg(test)]
 mod contain_tests;
+mod contained;
 mod env;
 mod group;
 mod launcher;

@@ -1,125 +1,75 @@
-//! The agent task and the turn loop: take input, ask the model, run the tool calls, repeat
-//! until a final answer; then end the turn (`turn_end`).
+//! The turn loop: take input, ask the model, run the tool calls, repeat until a final answer.
+//! The first request of a turn carries the input and mail it was granted with; every later one
+//! takes what was handed over meanwhile, in the phases the turn's inbox keeps.
 
 use std::sync::Arc;
 
 use arbor_model::{AgentIdentity, Finish, ModelRequest};
-use arbor_protocol::{
-    AbortKind, AgentStatus, Event, MailConsumed, ResponseItem, RolloutItem, TurnStarted,
-};
+use arbor_protocol::{AbortKind, Event, Mail, MailConsumed, ResponseItem, RolloutItem};
+
+use super::end::Outcome;
+use arbor_mailbox::Inbox;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, TurnSpan};
-use crate::runtime::Inner;
+use crate::agent::{Agent, AgentMsg};
+use crate::ctx::Ctx;
 use crate::sampling::{self, output_limit};
+use crate::session::core::Input;
 use crate::tools::{self, Call};
-use crate::turn_end::{Outcome, finish_turn};
 
-/// The task of one resident agent: runs a turn each time it is told to, until cancelled.
-/// Boxed, because tools the turn runs may create agents (whose tasks are this function).
-pub fn agent_task(
-    inner: Arc<Inner>,
-    agent: Arc<Agent>,
-    go: mpsc::UnboundedReceiver<()>,
-    task: CancellationToken,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
-    Box::pin(agent_loop(inner, agent, go, task))
+/// What one turn works with.
+pub(super) struct Turn<'a> {
+    pub ctx: &'a Arc<Ctx>,
+    pub agent: &'a Arc<Agent>,
+    /// The agent's channel: mail handed over while the turn runs.
+    pub rx: &'a mut mpsc::UnboundedReceiver<AgentMsg>,
+    pub inbox: &'a mut Inbox,
 }
 
-async fn agent_loop(
-    inner: Arc<Inner>,
-    agent: Arc<Agent>,
-    mut go: mpsc::UnboundedReceiver<()>,
-    task: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            biased;
-            () = task.cancelled() => break,
-            message = go.recv() => match message {
-                Some(()) => run_turn(&inner, &agent).await,
-                None => break,
-            },
-        }
-    }
-    if !agent.token.is_cancelled() {
-        // Evicted: a queued turn stays queued and revives the agent when it is granted.
-        return;
-    }
-    // Closed or shutting down: nothing its commands started may outlive it.
-    agent.live.kill_all();
-    // Closed or shutting down: a turn granted or queued but never started will not run now.
-    let abandoned = {
-        let mut state = agent.state();
-        let abandoned = state.scheduled && state.turn_token.is_none();
-        state.scheduled &= !abandoned;
-        abandoned
-    };
-    if abandoned {
-        inner.abandon_turn(&agent);
-    }
-}
-
-async fn run_turn(inner: &Arc<Inner>, agent: &Arc<Agent>) {
-    let token = agent.token.child_token();
-    inner.touch(agent);
-    let turn = {
-        let mut state = agent.state();
-        state.turn_no += 1;
-        state.turn_token = Some(token.clone());
-        state.cancel_reason = None;
-        state.last_model_error = None;
-        state.approvals_open = 0;
-        state.mailbox.start_turn();
-        let start = state.history.len();
-        state.turns.push(TurnSpan {
-            start,
-            final_answer: None,
-        });
-        state.turn_no
-    };
-    let outcome = match agent.record(&[RolloutItem::TurnStarted(TurnStarted { turn })]) {
-        Err(err) => Outcome::Aborted(AbortKind::Errored, err.to_string()),
-        Ok(_) => {
-            inner.events.emit(Event::TurnStarted {
-                path: agent.path().clone(),
-            });
-            inner.set_status(agent, AgentStatus::Running);
-            tokio::select! {
-                outcome = turn_body(inner, agent) => outcome,
-                () = token.cancelled() => {
-                    let reason = agent.state().cancel_reason.take();
-                    Outcome::Aborted(AbortKind::Interrupted, reason.unwrap_or_else(|| inner.stop_reason()))
-                }
-            }
-        }
-    };
-    if matches!(outcome, Outcome::Aborted(AbortKind::Interrupted, _)) {
-        // An interrupted turn leaves no process of its agent's running.
-        agent.live.kill_all();
-    }
-    finish_turn(inner, agent, turn, outcome);
-}
-
-async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
+pub(super) async fn turn_body(
+    turn: Turn<'_>,
+    input: Vec<ResponseItem>,
+    first: Vec<Mail>,
+) -> Outcome {
+    let Turn {
+        ctx,
+        agent,
+        rx,
+        inbox,
+    } = turn;
+    let mut granted = Some((input, first));
     // The agent's MCP servers are listed before its first request (its tool list needs them).
-    tools::mcp::prepare(inner, agent).await;
+    tools::mcp::prepare(ctx, agent).await;
     // Responses cut at the output limit without a call, one after another.
     let mut cut_in_a_row = 0;
-    for _ in 0..inner.config.max_turn_responses {
-        if inner.over_budget() {
-            let limit = inner.config.budget_tokens.unwrap_or_default();
+    for _ in 0..ctx.config.max_turn_responses {
+        if ctx.budget_spent() {
+            let limit = ctx.config.budget_tokens.unwrap_or_default();
             return Outcome::Aborted(
                 AbortKind::Errored,
                 format!("token budget of {limit} reached"),
             );
         }
-        if let Err(err) = take_input(inner, agent) {
+        let (input, mails) = match granted.take() {
+            Some(first) => first,
+            None => {
+                // Mail handed over since the last request joins this one, phases allowing.
+                while let Ok(message) = rx.try_recv() {
+                    match message {
+                        AgentMsg::Mail(mail) => inbox.arrive(mail),
+                        AgentMsg::Go { .. } => {
+                            tracing::error!(path = %agent.path(), "a turn was granted to a running turn");
+                        }
+                    }
+                }
+                (Vec::new(), inbox.take_for_request())
+            }
+        };
+        if let Err(err) = take_input(ctx, agent, input, mails) {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
-        let request = build_request(inner, agent);
-        let sampled = sampling::sample(inner, agent, &request).await;
+        let request = build_request(ctx, agent);
+        let sampled = sampling::sample(ctx, agent, &request).await;
         // The request shares the history: let go of it before appending, so the append
         // happens in place instead of copying the whole history.
         drop(request);
@@ -127,7 +77,7 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             Ok(response) => response,
             Err(failure) => {
                 let reason = failure.to_string();
-                agent.state().last_model_error = failure.into_model_error();
+                agent.runtime().last_model_error = failure.into_model_error();
                 return Outcome::Aborted(AbortKind::Errored, reason);
             }
         };
@@ -143,15 +93,16 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         if let Err(err) = agent.record(&lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
-        agent.state().history.extend(rest.iter().cloned());
+        agent.runtime().history.extend(rest.iter().cloned());
         if let Some(usage) = response.usage {
-            let (agent_total, tree_total) = inner.add_usage(agent, usage);
-            inner.events.emit(Event::Usage {
-                path: agent.path().clone(),
+            ctx.session.send(Input::Usage {
+                agent: agent.id(),
                 usage,
-                agent_total,
-                tree_total,
             });
+            if ctx.config.budget_tokens.is_some() {
+                // The next request is made only once the session has counted these tokens.
+                ctx.session.ask(|ticket| Input::Sync { ticket }).await;
+            }
         }
         // Events in the order the model produced the items; those of the items recorded while
         // the response streamed are already out.
@@ -165,7 +116,7 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
                         continue;
                     }
                     if announce {
-                        sampling::emit_message(inner, agent, content);
+                        sampling::emit_message(ctx, agent, content);
                     }
                     last_text = Some(content.clone());
                 }
@@ -180,7 +131,7 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
                         arguments: arguments.clone(),
                     };
                     if announce && !response.early.contains_key(call_id) {
-                        sampling::emit_call(inner, agent, &call);
+                        sampling::emit_call(ctx, agent, &call);
                     }
                     calls.push(call);
                 }
@@ -190,9 +141,9 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             }
         }
         let cut = response.finish == Finish::OutputLimit;
-        let limit = inner
+        let limit = ctx
             .config
-            .output_limit(&agent.identity.role, &agent.identity.model);
+            .output_limit(&agent.identity.meta.role, &agent.identity.meta.model);
         cut_in_a_row = if cut && calls.is_empty() {
             cut_in_a_row + 1
         } else {
@@ -209,19 +160,17 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
             continue;
         }
         if calls.is_empty() {
-            let mut state = agent.state();
-            let same_turn_input = !state.pending_input.is_empty();
-            state.mailbox.final_answer(same_turn_input);
-            if let Some(span) = state.turns.last_mut() {
+            inbox.final_answer(false);
+            if let Some(span) = agent.runtime().turns.last_mut() {
                 span.final_answer = last_text.clone();
             }
             return Outcome::Completed(last_text);
         }
         if last_text.is_some() {
             // A commentary preamble before tool calls is same-turn work: delivery stays open.
-            agent.state().mailbox.reopen();
+            inbox.reopen();
         }
-        let outputs = tools::run_calls(inner, agent, &calls, response.early).await;
+        let outputs = tools::run_calls(ctx, agent, &calls, response.early).await;
         let items: Vec<ResponseItem> = calls
             .iter()
             .zip(outputs)
@@ -238,10 +187,10 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
         if let Err(err) = agent.record(&lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
-        agent.state().history.extend(items.iter().cloned());
+        agent.runtime().history.extend(items.iter().cloned());
         for (call, item) in calls.iter().zip(&items) {
             if let ResponseItem::FunctionCallOutput { output, .. } = item {
-                inner.events.emit(Event::ToolResult {
+                ctx.events.emit(Event::ToolResult {
                     path: agent.path().clone(),
                     call_id: call.call_id.clone(),
                     name: call.name.clone(),
@@ -259,16 +208,14 @@ async fn turn_body(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Outcome {
     )
 }
 
-/// Moves the agent's pending input and its deliverable mail into history: the log's
-/// `mail_consumed` lines first, then the `mail.delivered` events.
-fn take_input(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(), String> {
-    let (inputs, mails) = {
-        let mut state = agent.state();
-        (
-            std::mem::take(&mut state.pending_input),
-            state.mailbox.take_for_request(),
-        )
-    };
+/// Moves the turn's input and its mail into history: the log's lines first (`mail_consumed`
+/// for each mail), then the session hears the mail is taken, then the `mail.delivered` events.
+fn take_input(
+    ctx: &Arc<Ctx>,
+    agent: &Arc<Agent>,
+    inputs: Vec<ResponseItem>,
+    mails: Vec<Mail>,
+) -> Result<(), String> {
     if inputs.is_empty() && mails.is_empty() {
         return Ok(());
     }
@@ -284,17 +231,23 @@ fn take_input(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(), String> {
     );
     agent.record(&lines).map_err(|err| err.to_string())?;
     {
-        let mut state = agent.state();
-        state.history.extend(inputs);
-        state
+        let mut runtime = agent.runtime();
+        runtime.history.extend(inputs);
+        runtime
             .history
             .extend(mails.iter().map(|mail| ResponseItem::Message {
                 role: "user".to_string(),
                 content: mail.model_text(),
             }));
     }
+    if !mails.is_empty() {
+        ctx.session.send(Input::Consumed {
+            agent: agent.id(),
+            ids: mails.iter().map(|mail| mail.id).collect(),
+        });
+    }
     for mail in &mails {
-        inner.events.emit(Event::MailDelivered {
+        ctx.events.emit(Event::MailDelivered {
             id: mail.id,
             recipient: mail.recipient.clone(),
         });
@@ -302,35 +255,24 @@ fn take_input(inner: &Arc<Inner>, agent: &Arc<Agent>) -> Result<(), String> {
     Ok(())
 }
 
-fn build_request(inner: &Inner, agent: &Agent) -> ModelRequest {
+fn build_request(ctx: &Ctx, agent: &Agent) -> ModelRequest {
     let identity = &agent.identity;
     ModelRequest {
         agent: AgentIdentity {
-            thread_id: identity.id,
-            path: identity.path.clone(),
-            nickname: identity.nickname.clone(),
-            role: identity.role.clone(),
+            thread_id: identity.id(),
+            path: identity.path().clone(),
+            nickname: identity.meta.nickname.clone(),
+            role: identity.meta.role.clone(),
         },
-        model: identity.model.clone(),
-        reasoning_effort: identity.effort.clone(),
+        model: identity.meta.model.clone(),
+        reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),
-        input: agent.state().history.snapshot(),
-        tools: tools::specs_for(inner, agent),
+        input: agent.runtime().history.snapshot(),
+        tools: tools::specs_for(ctx, agent),
         parallel_tool_calls: true,
-        max_output_tokens: inner.config.output_limit(&identity.role, &identity.model),
-    }
-}
-
-/// Cancels an agent's running turn with a reason. Returns false when no turn runs.
-pub fn cancel_turn(agent: &Agent, reason: &str) -> bool {
-    let mut state = agent.state();
-    match state.turn_token.clone() {
-        Some(token) => {
-            state.cancel_reason = Some(reason.to_string());
-            token.cancel();
-            true
-        }
-        None => false,
+        max_output_tokens: ctx
+            .config
+            .output_limit(&identity.meta.role, &identity.meta.model),
     }
 }
 
@@ -344,6 +286,6 @@ fn add_note(agent: &Agent, text: String) -> Result<(), String> {
     agent
         .record(&[RolloutItem::ResponseItem(note.clone())])
         .map_err(|err| err.to_string())?;
-    agent.state().history.extend([note]);
+    agent.runtime().history.extend([note]);
     Ok(())
 }

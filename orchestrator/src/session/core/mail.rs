@@ -1,0 +1,86 @@
+//! Mail arrival and the wakes it causes: a mail wakes an idle agent when it asks for a turn,
+//! joins a running turn (handed over at once), or waits; an idle agent whose children are all
+//! quiet is woken once with the results that wait for it (behaviour §4).
+
+use arbor_mailbox::{Arrival, wake_once_due};
+use arbor_protocol::{Mail, MailId, ThreadId};
+
+use super::{Core, Effect, Turn};
+
+impl Core {
+    /// A mail in the log for `recipient`. Mail to a closed agent, or a mail already here, is
+    /// not delivered again.
+    pub(super) fn deliver(&mut self, recipient: ThreadId, mail: Mail) {
+        let Some(entry) = self.agents.get_mut(&recipient) else {
+            return;
+        };
+        if entry.closed || entry.mailbox.contains(mail.id) {
+            return;
+        }
+        let arrival = entry.mailbox.push(mail);
+        let running = matches!(entry.turn, Turn::Granted | Turn::Running);
+        match arrival {
+            Arrival::Wake => {
+                self.schedule(recipient);
+            }
+            Arrival::JoinsTurn if running => {
+                let mails = entry.mailbox.hand_over();
+                self.emit(Effect::Hand {
+                    agent: recipient,
+                    mails,
+                });
+            }
+            Arrival::JoinsTurn | Arrival::Waits => {}
+        }
+    }
+
+    /// The running turn of `agent` took these mails into its history.
+    pub(super) fn consumed(&mut self, agent: ThreadId, ids: &[MailId]) {
+        if let Some(entry) = self.agents.get_mut(&agent) {
+            entry.mailbox.consumed(ids);
+        }
+    }
+
+    /// Wakes `id` once when it is idle, none of its children (internal agents aside) has a
+    /// turn scheduled, and results wait for it.
+    pub(super) fn wake_once(&mut self, id: ThreadId) {
+        if !self.config.wake_once {
+            return;
+        }
+        let Some(entry) = self.agents.get(&id) else {
+            return;
+        };
+        if entry.path.is_root() && !self.config.root_driven {
+            return;
+        }
+        if entry.scheduled() || entry.closed || entry.stopped {
+            return;
+        }
+        let children_busy = entry.children.iter().any(|child| {
+            self.agents
+                .get(child)
+                .is_some_and(|child| !child.internal && child.scheduled())
+        });
+        if wake_once_due(true, children_busy, &entry.mailbox) {
+            self.schedule(id);
+        }
+    }
+
+    /// After a resume: turns the last run owed (mail that asks for one waits), then the
+    /// wake-once that are due.
+    pub(super) fn finish_owed(&mut self) {
+        let owed: Vec<ThreadId> = self
+            .agents
+            .values()
+            .filter(|entry| !entry.internal && !entry.closed && entry.mailbox.owes_wake())
+            .map(|entry| entry.id)
+            .collect();
+        for id in owed {
+            self.schedule(id);
+        }
+        let all: Vec<ThreadId> = self.agents.keys().copied().collect();
+        for id in all {
+            self.wake_once(id);
+        }
+    }
+}

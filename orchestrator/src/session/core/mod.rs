@@ -1,0 +1,227 @@
+//! The session's state as data: every agent's status, turn, residency, mailbox and approvals,
+//! the running cap, the residency order, the waits of `wait_agent`, quiescence and why the
+//! session stops. [`Core::handle`] takes one [`Input`] and returns what to do about it
+//! ([`Effect`]s, in order); nothing here touches a runtime, a file or a clock, so the decisions
+//! are tested as data (`tests.rs`). The session task (`session/actor.rs`) owns the one `Core`
+//! of a session and carries the effects out.
+//!
+//! Where each decision lives: scheduling and the end of a turn in `turns.rs`, the residency
+//! slot and the eviction victim in `home.rs` (the order and the victim rule itself in the
+//! `scheduler` crate), mail arrival, wake and wake-once in `mail.rs` (the rules in the
+//! `mailbox` crate), waits, quiescence and snapshots in `waits.rs`.
+
+mod home;
+mod mail;
+#[cfg(test)]
+mod tests;
+mod turns;
+mod types;
+mod waits;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use arbor_mailbox::Mailbox;
+use arbor_protocol::{AgentPath, AgentStatus, ThreadId, Usage};
+use arbor_scheduler::{Residency, RunQueue};
+
+pub use types::{
+    AgentSnapshot, Answer, Effect, Home, Input, Registration, Revival, Ticket, Turn, TurnEnd,
+    WaitDone, WaitMode, Waiter,
+};
+
+/// The limits and switches the decisions follow.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    pub max_running: usize,
+    pub max_resident: usize,
+    /// Wake an idle parent once when its children are quiet and results wait.
+    pub wake_once: bool,
+    /// A process drives the root (`exec`, `resume PROMPT`): wake-once applies to it.
+    pub root_driven: bool,
+    /// Tokens the tree may use; once reached no new turn starts.
+    pub budget_tokens: Option<u64>,
+}
+
+/// One agent as the session knows it.
+#[derive(Debug)]
+pub struct Entry {
+    pub id: ThreadId,
+    pub path: AgentPath,
+    pub parent: Option<ThreadId>,
+    pub children: Vec<ThreadId>,
+    /// The guardian: outside the caps, `list_agents`, wait targets and wake-once.
+    pub internal: bool,
+    pub status: AgentStatus,
+    pub closed: bool,
+    /// Its token is cancelled (closed, under a closed agent, or the session stops): no turn
+    /// starts for it any more.
+    pub stopped: bool,
+    pub turn: Turn,
+    pub home: Home,
+    pub mailbox: Mailbox,
+    /// Input for the next turn that is not mail (the user's prompt, a review request).
+    pub input: Vec<arbor_protocol::ResponseItem>,
+    pub approvals_open: u32,
+    pub last_message: Option<String>,
+    pub usage: Usage,
+    /// Turns this agent started in this process.
+    pub turns_started: u64,
+}
+
+impl Entry {
+    /// The root and internal agents run outside `max_running` and never hold a residency slot.
+    pub fn counted(&self) -> bool {
+        !self.path.is_root() && !self.internal
+    }
+
+    /// A turn is queued, waiting for its runtime, granted or running.
+    pub fn scheduled(&self) -> bool {
+        self.turn != Turn::Idle
+    }
+}
+
+/// The state of one session, and the decisions taken on it.
+pub struct Core {
+    config: CoreConfig,
+    agents: BTreeMap<ThreadId, Entry>,
+    runs: RunQueue,
+    residency: Residency,
+    /// Agents waiting for a residency slot (to be installed or revived), oldest first.
+    slot_waiters: VecDeque<ThreadId>,
+    /// Registrations answered once their agent is installed.
+    pending_tickets: Vec<(ThreadId, Option<Ticket>)>,
+    /// Whether an agent has live processes (such an agent is never evicted): asked of the
+    /// runtime, which knows its processes.
+    has_processes: Box<dyn Fn(ThreadId) -> bool + Send>,
+    accepting: bool,
+    stop_reason: Option<String>,
+    usage: Usage,
+    budget_spent: bool,
+    budget_stopped: Vec<AgentPath>,
+    /// Agents with a turn scheduled: the session is quiescent when there are none.
+    busy: usize,
+    waiters: Vec<Waiter>,
+    effects: Vec<Effect>,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("agents", &self.agents.len())
+            .field("busy", &self.busy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    /// An empty session.
+    pub fn new(config: CoreConfig, has_processes: Box<dyn Fn(ThreadId) -> bool + Send>) -> Self {
+        Self {
+            runs: RunQueue::new(config.max_running),
+            residency: Residency::new(config.max_resident),
+            config,
+            agents: BTreeMap::new(),
+            slot_waiters: VecDeque::new(),
+            pending_tickets: Vec::new(),
+            has_processes,
+            accepting: true,
+            stop_reason: None,
+            usage: Usage::default(),
+            budget_spent: false,
+            budget_stopped: Vec::new(),
+            busy: 0,
+            waiters: Vec::new(),
+            effects: Vec::new(),
+        }
+    }
+
+    /// Takes one input and returns what to do, in order.
+    pub fn handle(&mut self, input: Input) -> Vec<Effect> {
+        match input {
+            Input::Register(registration) => self.register(registration),
+            Input::Revived { agent, result } => self.revived(agent, result),
+            Input::Mail { recipient, mail } => self.deliver(recipient, mail),
+            Input::Prompt { agent, items } => self.input(agent, items),
+            Input::Consumed { agent, ids } => self.consumed(agent, &ids),
+            Input::Started { agent } => self.started(agent),
+            Input::TurnEnded { agent, end } => self.turn_ended(agent, end),
+            Input::Usage { agent, usage } => self.add_usage(agent, usage),
+            Input::ApprovalOpened { agent } => self.approval(agent, true),
+            Input::ApprovalClosed { agent } => self.approval(agent, false),
+            Input::Close { target } => self.close(target),
+            Input::Interrupt {
+                target,
+                reason,
+                ticket,
+            } => self.interrupt(target, &reason, ticket),
+            Input::Wait {
+                ticket,
+                caller,
+                targets,
+                mode,
+            } => self.wait(ticket, caller, targets, mode),
+            Input::WaitEnded { ticket } => self.wait_ended(ticket),
+            Input::Idle { ticket, agent } => self.idle(ticket, agent),
+            Input::Quiescent { ticket } => self.quiescent_wait(ticket),
+            Input::Snapshot { ticket } => self.snapshot(ticket),
+            Input::Sync { ticket } => self.emit(Effect::Reply {
+                ticket,
+                answer: Answer::Synced,
+            }),
+            Input::Report { ticket } => self.emit(Effect::Reply {
+                ticket,
+                answer: Answer::Report {
+                    usage: self.usage,
+                    kept: self.budget_stopped.clone(),
+                    resident: self.residency.len(),
+                },
+            }),
+            Input::FinishOwed => self.finish_owed(),
+            Input::Stop { reason } => self.stop(reason),
+            Input::StopChildren { reason } => self.stop_children(&reason),
+        }
+        self.retry_slots();
+        self.check_waiters();
+        std::mem::take(&mut self.effects)
+    }
+
+    /// The agent `id`, if the session knows it.
+    pub fn entry(&self, id: ThreadId) -> Option<&Entry> {
+        self.agents.get(&id)
+    }
+
+    /// No agent has a turn queued, waiting, granted or running.
+    pub fn quiescent(&self) -> bool {
+        self.busy == 0
+    }
+
+    fn emit(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    /// Sets an agent's status when it changes: a line of the log and an event.
+    fn set_status(&mut self, id: ThreadId, status: AgentStatus) {
+        let Some(entry) = self.agents.get_mut(&id) else {
+            return;
+        };
+        if entry.status == status {
+            return;
+        }
+        entry.status = status.clone();
+        self.effects.push(Effect::Status { agent: id, status });
+    }
+
+    /// Moves an agent's turn, keeping the count of busy agents with it.
+    fn set_turn(&mut self, id: ThreadId, turn: Turn) {
+        let Some(entry) = self.agents.get_mut(&id) else {
+            return;
+        };
+        let was = entry.scheduled();
+        entry.turn = turn;
+        match (was, entry.scheduled()) {
+            (false, true) => self.busy += 1,
+            (true, false) => self.busy -= 1,
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! The session's decisions as data: inputs in, effects out, written as the lines an operator
+//! would read (`go /root/a [task]`, `status /root/b queued`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arbor_protocol::{AgentPath, AgentStatus, Mail, MailKind, ThreadId, Usage};
+
+use super::*;
+
+struct Sim {
+    core: Core,
+    ids: HashMap<String, ThreadId>,
+    paths: HashMap<ThreadId, String>,
+    /// Agents the runtime says have live processes.
+    busy_processes: Arc<Mutex<Vec<ThreadId>>>,
+    tickets: Ticket,
+    /// The mail each agent's last `go` carried (its turn takes it into its first request).
+    granted: HashMap<ThreadId, Vec<arbor_protocol::MailId>>,
+}
+
+fn config() -> CoreConfig {
+    CoreConfig {
+        max_running: 8,
+        max_resident: 8,
+        wake_once: true,
+        root_driven: true,
+        budget_tokens: None,
+    }
+}
+
+impl Sim {
+    fn new(config: CoreConfig) -> Self {
+        let busy_processes: Arc<Mutex<Vec<ThreadId>>> = Arc::default();
+        let probe = Arc::clone(&busy_processes);
+        let core = Core::new(
+            config,
+            Box::new(move |id| probe.lock().expect("probe").contains(&id)),
+        );
+        let mut sim = Self {
+            core,
+            ids: HashMap::new(),
+            paths: HashMap::new(),
+            busy_processes,
+            tickets: 0,
+            granted: HashMap::new(),
+        };
+        sim.spawn("/root", false);
+        sim
+    }
+
+    fn id(&self, path: &str) -> ThreadId {
+        self.ids[path]
+    }
+
+    /// Registers a fresh agent at `path` (its parent is the path's parent) and returns what
+    /// that did, rendered.
+    fn spawn(&mut self, path: &str, internal: bool) -> Vec<String> {
+        let id = ThreadId::new();
+        self.ids.insert(path.to_string(), id);
+        self.paths.insert(id, path.to_string());
+        let parsed = AgentPath::parse(path).expect("path");
+        let parent = parsed.parent().map(|p| self.id(p.as_str()));
+        let ticket = self.ticket();
+        self.feed(Input::Register(Registration {
+            id,
+            path: parsed,
+            parent,
+            internal,
+            status: AgentStatus::PendingInit,
+            fresh: true,
+            unread: Vec::new(),
+            last_message: None,
+            ticket: Some(ticket),
+        }))
+    }
+
+    fn ticket(&mut self) -> Ticket {
+        self.tickets += 1;
+        self.tickets
+    }
+
+    fn feed(&mut self, input: Input) -> Vec<String> {
+        let effects = self.core.handle(input);
+        for effect in &effects {
+            if let Effect::Go { agent, mails, .. } = effect {
+                self.granted
+                    .insert(*agent, mails.iter().map(|mail| mail.id).collect());
+            }
+        }
+        effects.iter().map(|effect| self.render(effect)).collect()
+    }
+
+    fn mail(&mut self, from: &str, to: &str, kind: MailKind, text: &str) -> Vec<String> {
+        let mail = Mail::new(
+            AgentPath::parse(from).expect("path"),
+            AgentPath::parse(to).expect("path"),
+            kind,
+            text.to_string(),
+        );
+        self.feed(Input::Mail {
+            recipient: self.id(to),
+            mail,
+        })
+    }
+
+    /// The task of `path` starts its granted turn, takes the mail it was granted with, and
+    /// completes it, its result mail to the parent saying `result`.
+    fn run(&mut self, path: &str, result: &str) -> Vec<String> {
+        let mut out = self.start(path);
+        out.extend(self.end(path, result));
+        out
+    }
+
+    /// The task of `path` starts its granted turn and takes the mail it was granted with.
+    fn start(&mut self, path: &str) -> Vec<String> {
+        let agent = self.id(path);
+        let mut out = self.feed(Input::Started { agent });
+        let ids = self.granted.remove(&agent).unwrap_or_default();
+        out.extend(self.feed(Input::Consumed { agent, ids }));
+        out
+    }
+
+    fn end(&mut self, path: &str, result: &str) -> Vec<String> {
+        let parsed = AgentPath::parse(path).expect("path");
+        let mail = parsed
+            .parent()
+            .map(|parent| Mail::new(parsed.clone(), parent, MailKind::Result, result.to_string()));
+        self.feed(Input::TurnEnded {
+            agent: self.id(path),
+            end: TurnEnd {
+                status: AgentStatus::Completed(Some(result.to_string())),
+                completed: Some(Some(result.to_string())),
+                result: mail,
+                started: true,
+            },
+        })
+    }
+
+    fn status(&self, path: &str) -> AgentStatus {
+        self.core
+            .entry(self.id(path))
+            .expect("known")
+            .status
+            .clone()
+    }
+
+    fn render(&self, effect: &Effect) -> String {
+        let p = |id: &ThreadId| self.paths.get(id).cloned().unwrap_or_default();
+        let texts = |mails: &[Mail]| {
+            mails
+                .iter()
+                .map(|m| m.content.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match effect {
+            Effect::Install { agent } => format!("install {}", p(agent)),
+            Effect::Revive { agent } => format!("revive {}", p(agent)),
+            Effect::Evict { agent } => format!("evict {}", p(agent)),
+            Effect::Go {
+                agent,
+                input,
+                mails,
+            } => {
+                let extra = if input.is_empty() { "" } else { " +input" };
+                format!("go {} [{}]{extra}", p(agent), texts(mails))
+            }
+            Effect::Hand { agent, mails } => format!("hand {} [{}]", p(agent), texts(mails)),
+            Effect::Cancel { agent, reason } => format!("cancel {} {reason}", p(agent)),
+            Effect::Close { agent } => format!("close {}", p(agent)),
+            Effect::StopAll => "stop all".to_string(),
+            Effect::Status { agent, status } => format!("status {} {}", p(agent), status.name()),
+            Effect::Emit(event) => format!("emit {}", event.type_name()),
+            Effect::BudgetSpent => "budget spent".to_string(),
+            Effect::Reply { answer, .. } => match answer {
+                Answer::Registered => "reply registered".to_string(),
+                Answer::Interrupted(status) => format!("reply interrupted {}", status.name()),
+                Answer::Wait(None) => "reply wait timed out".to_string(),
+                Answer::Wait(Some(WaitDone::Mail(from))) => format!(
+                    "reply wait mail from {}",
+                    from.iter()
+                        .map(AgentPath::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Answer::Wait(Some(done)) => format!("reply wait {done:?}"),
+                Answer::Idle(snapshot) => format!("reply idle {}", snapshot.status.name()),
+                Answer::Quiet => "reply quiet".to_string(),
+                Answer::Snapshot(all) => format!("reply snapshot of {}", all.len()),
+                Answer::Synced => "reply synced".to_string(),
+                Answer::Report { .. } => "reply report".to_string(),
+            },
+        }
+    }
+}
+
+#[test]
+fn turns_over_the_running_cap_queue_in_order_and_start_as_slots_free() {
+    let mut s = Sim::new(CoreConfig {
+        max_running: 2,
+        ..config()
+    });
+    for name in ["a", "b", "c"] {
+        s.spawn(&format!("/root/{name}"), false);
+    }
+    assert_eq!(
+        s.mail("/root", "/root/a", MailKind::Spawn, "task a"),
+        ["go /root/a [task a]"]
+    );
+    assert_eq!(
+        s.mail("/root", "/root/b", MailKind::Spawn, "task b"),
+        ["go /root/b [task b]"]
+    );
+    assert_eq!(
+        s.mail("/root", "/root/c", MailKind::Spawn, "task c"),
+        ["status /root/c queued"]
+    );
+    let snapshot = s.core.snapshots();
+    let c = snapshot.iter().find(|a| a.path.as_str() == "/root/c");
+    assert_eq!(c.and_then(|c| c.queue_position), Some(1));
+    // a ends: its result reaches the root (woken: it is idle), then c takes the slot.
+    assert_eq!(
+        s.run("/root/a", "a done"),
+        [
+            "status /root/a running",
+            "status /root/a completed",
+            "status /root/c running",
+            "go /root/c [task c]",
+        ]
+    );
+    assert_eq!(
+        s.core.entry(s.id("/root")).expect("root").mailbox.unread(),
+        1
+    );
+}
+
+#[test]
+fn wake_once_waits_for_every_child_but_internal_ones() {
+    let mut s = Sim::new(config());
+    s.spawn("/root/a", false);
+    s.spawn("/root/b", false);
+    s.spawn("/root/guardian", true);
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.mail("/root", "/root/b", MailKind::Spawn, "task b");
+    s.feed(Input::Prompt {
+        agent: s.id("/root/guardian"),
+        items: Vec::new(),
+    });
+    // a's result waits: b is still busy.
+    let after_a = s.run("/root/a", "a done");
+    assert!(
+        !after_a.iter().any(|e| e.starts_with("go /root ")),
+        "{after_a:?}"
+    );
+    // b's end makes the root due; the guardian's running turn does not hold it back.
+    let after_b = s.run("/root/b", "b done");
+    assert!(
+        after_b.contains(&"go /root [a done, b done]".to_string()),
+        "{after_b:?}"
+    );
+}
+
+#[test]
+fn the_victim_is_the_least_recently_used_idle_agent_without_processes() {
+    let mut s = Sim::new(CoreConfig {
+        max_resident: 2,
+        ..config()
+    });
+    assert_eq!(
+        s.spawn("/root/a", false),
+        ["install /root/a", "reply registered"]
+    );
+    s.spawn("/root/b", false);
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.mail("/root", "/root/b", MailKind::Spawn, "task b");
+    s.run("/root/b", "b done");
+    s.run("/root/a", "a done");
+    // b was used least recently, but a command of b's still runs: a goes.
+    s.busy_processes
+        .lock()
+        .expect("probe")
+        .push(s.id("/root/b"));
+    assert_eq!(
+        s.spawn("/root/c", false),
+        ["evict /root/a", "install /root/c", "reply registered"]
+    );
+    // Every resident agent busy: the next spawn waits, and gets the first slot that frees.
+    s.mail("/root", "/root/c", MailKind::Spawn, "task c");
+    assert!(s.spawn("/root/d", false).is_empty());
+    s.busy_processes.lock().expect("probe").clear();
+    let freed = s.feed(Input::Snapshot { ticket: 99 });
+    assert!(
+        freed.starts_with(&[
+            "reply snapshot of 5".to_string(),
+            "evict /root/b".to_string()
+        ]),
+        "{freed:?}"
+    );
+    assert!(freed.contains(&"install /root/d".to_string()), "{freed:?}");
+    // A follow-up to the evicted a revives it (c is running, d is idle: d goes).
+    let revive = s.mail("/root", "/root/a", MailKind::Followup, "again");
+    assert_eq!(
+        revive,
+        ["status /root/a running", "evict /root/d", "revive /root/a"]
+    );
+    assert_eq!(
+        s.feed(Input::Revived {
+            agent: s.id("/root/a"),
+            result: Ok(Revival::default()),
+        }),
+        ["go /root/a [again]"]
+    );
+}
+
+#[test]
+fn quiescence_waits_for_the_turn_that_waits_for_an_approval() {
+    let mut s = Sim::new(config());
+    s.spawn("/root/a", false);
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.start("/root/a");
+    assert_eq!(
+        s.feed(Input::ApprovalOpened {
+            agent: s.id("/root/a"),
+        }),
+        ["status /root/a awaiting_approval"]
+    );
+    assert!(s.feed(Input::Quiescent { ticket: 7 }).is_empty());
+    assert!(!s.core.quiescent());
+    assert_eq!(
+        s.feed(Input::ApprovalClosed {
+            agent: s.id("/root/a"),
+        }),
+        ["status /root/a running"]
+    );
+    let end = s.end("/root/a", "a done");
+    // The root is woken with the result; only when its turn ends too is the tree quiet.
+    assert!(!end.contains(&"reply quiet".to_string()), "{end:?}");
+    let root_end = s.run("/root", "all done");
+    assert_eq!(root_end.last().map(String::as_str), Some("reply quiet"));
+}
+
+#[test]
+fn mail_to_a_running_turn_is_handed_over_and_mail_it_left_is_owed_a_turn() {
+    let mut s = Sim::new(config());
+    s.spawn("/root/a", false);
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.start("/root/a");
+    assert_eq!(
+        s.mail("/root", "/root/a", MailKind::Followup, "more"),
+        ["hand /root/a [more]"]
+    );
+    // The turn answered without taking it: the follow-up gets the next turn, which the
+    // runtime already holds the mail for.
+    let end = s.end("/root/a", "a done");
+    assert!(end.contains(&"go /root/a []".to_string()), "{end:?}");
+    assert!(
+        !end.contains(&"status /root/a completed".to_string()),
+        "{end:?}"
+    );
+}
+
+#[test]
+fn closing_stops_the_subtree_and_a_queued_turn_below_it() {
+    let mut s = Sim::new(CoreConfig {
+        max_running: 1,
+        ..config()
+    });
+    s.spawn("/root/a", false);
+    s.spawn("/root/a/x", false);
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.mail("/root/a", "/root/a/x", MailKind::Spawn, "task x");
+    assert_eq!(s.status("/root/a/x"), AgentStatus::Queued);
+    let closed = s.feed(Input::Close {
+        target: s.id("/root/a"),
+    });
+    assert_eq!(
+        closed,
+        [
+            "cancel /root/a closed",
+            "status /root/a closed",
+            "close /root/a"
+        ]
+    );
+    assert!(!s.core.entry(s.id("/root/a/x")).expect("x").scheduled());
+    // a's cut turn ends: it stays closed, and nothing below it starts.
+    let end = s.end("/root/a", "interrupted");
+    assert!(!end.iter().any(|e| e.contains("go /root/a")), "{end:?}");
+    assert_eq!(s.status("/root/a"), AgentStatus::Closed);
+    assert!(
+        s.mail("/root", "/root/a/x", MailKind::Followup, "go")
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_spent_budget_starts_no_turn_and_names_who_was_kept() {
+    let mut s = Sim::new(CoreConfig {
+        budget_tokens: Some(100),
+        ..config()
+    });
+    s.spawn("/root/a", false);
+    let used = Usage {
+        input_tokens: 90,
+        cached_input_tokens: 0,
+        output_tokens: 20,
+    };
+    assert_eq!(
+        s.feed(Input::Usage {
+            agent: s.id("/root"),
+            usage: used,
+        }),
+        ["emit usage", "emit budget.exhausted", "budget spent"]
+    );
+    assert!(
+        s.mail("/root", "/root/a", MailKind::Spawn, "task")
+            .is_empty()
+    );
+    let report = s.core.handle(Input::Report { ticket: 1 });
+    let Some(Effect::Reply {
+        answer: Answer::Report { usage, kept, .. },
+        ..
+    }) = report.first()
+    else {
+        panic!("{report:?}");
+    };
+    assert_eq!(usage.output_tokens, 20);
+    assert_eq!(kept, &[AgentPath::parse("/root/a").expect("path")]);
+}
+
+#[test]
+fn a_wait_for_any_ends_on_mail_from_a_target_and_restores_the_callers_status() {
+    let mut s = Sim::new(config());
+    s.spawn("/root/a", false);
+    s.feed(Input::Prompt {
+        agent: s.id("/root"),
+        items: Vec::new(),
+    });
+    s.feed(Input::Started {
+        agent: s.id("/root"),
+    });
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    assert_eq!(
+        s.feed(Input::Wait {
+            ticket: 5,
+            caller: s.id("/root"),
+            targets: None,
+            mode: WaitMode::Any,
+        }),
+        ["status /root waiting"]
+    );
+    let mailed = s.mail("/root/a", "/root", MailKind::Message, "hello");
+    assert_eq!(
+        mailed,
+        [
+            "hand /root [hello]",
+            "status /root running",
+            "reply wait mail from /root/a",
+        ]
+    );
+    assert!(
+        s.feed(Input::WaitEnded { ticket: 5 }).is_empty(),
+        "already answered"
+    );
+}
+
+#[test]
+fn a_failed_revival_ends_the_granted_turn_as_errored_and_frees_its_slots() {
+    let mut s = Sim::new(CoreConfig {
+        max_running: 1,
+        ..config()
+    });
+    s.feed(Input::Register(Registration {
+        id: ThreadId::new(),
+        path: AgentPath::parse("/root/old").expect("path"),
+        parent: Some(s.id("/root")),
+        internal: false,
+        status: AgentStatus::Completed(None),
+        fresh: false,
+        unread: Vec::new(),
+        last_message: None,
+        ticket: None,
+    }));
+    let old = s.core.snapshots()[1].id;
+    s.ids.insert("/root/old".into(), old);
+    s.paths.insert(old, "/root/old".into());
+    s.spawn("/root/b", false);
+    assert_eq!(
+        s.mail("/root", "/root/old", MailKind::Followup, "again"),
+        ["status /root/old running", "revive /root/old"]
+    );
+    assert_eq!(
+        s.mail("/root", "/root/b", MailKind::Spawn, "task b"),
+        ["status /root/b queued"]
+    );
+    let failed = s.feed(Input::Revived {
+        agent: old,
+        result: Err("revival of /root/old failed: gone".into()),
+    });
+    assert_eq!(
+        failed,
+        [
+            "status /root/b running",
+            "go /root/b [task b]",
+            "status /root/old errored",
+        ]
+    );
+}

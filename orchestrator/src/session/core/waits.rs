@@ -1,0 +1,217 @@
+//! Waits and reads: `wait_agent` (mail from a target, every target idle, a target waiting for
+//! an approval), waits for one agent to be idle and for quiescence, and snapshots for listings.
+//! Every wait is checked again after each input, so none misses the change it waits for.
+
+use arbor_protocol::{AgentPath, AgentStatus, ThreadId};
+
+use super::types::{AgentSnapshot, Answer, Effect, Home, Ticket, WaitDone, WaitMode, Waiter};
+use super::{Core, Entry};
+
+impl Core {
+    /// `wait_agent` of `caller`: it shows as `waiting` until the wait ends.
+    pub(super) fn wait(
+        &mut self,
+        ticket: Ticket,
+        caller: ThreadId,
+        targets: Option<Vec<ThreadId>>,
+        mode: WaitMode,
+    ) {
+        let Some(entry) = self.agents.get(&caller) else {
+            return;
+        };
+        let previous = entry.status.clone();
+        let targets = targets.unwrap_or_else(|| {
+            entry
+                .children
+                .iter()
+                .filter(|child| {
+                    self.agents
+                        .get(child)
+                        .is_some_and(|child| !child.internal && !child.closed)
+                })
+                .copied()
+                .collect()
+        });
+        self.set_status(caller, AgentStatus::Waiting);
+        self.waiters.push(Waiter::Agents {
+            ticket,
+            caller,
+            targets,
+            mode,
+            previous,
+        });
+    }
+
+    /// The deadline of wait `ticket` passed: it ends unanswered.
+    pub(super) fn wait_ended(&mut self, ticket: Ticket) {
+        let Some(at) = self
+            .waiters
+            .iter()
+            .position(|waiter| matches!(waiter, Waiter::Agents { ticket: t, .. } if *t == ticket))
+        else {
+            return;
+        };
+        let waiter = self.waiters.remove(at);
+        self.resolve(waiter, None);
+    }
+
+    pub(super) fn idle(&mut self, ticket: Ticket, agent: ThreadId) {
+        self.waiters.push(Waiter::Idle { ticket, agent });
+    }
+
+    pub(super) fn quiescent_wait(&mut self, ticket: Ticket) {
+        self.waiters.push(Waiter::Quiet { ticket });
+    }
+
+    /// Answers every wait whose condition holds now.
+    pub(super) fn check_waiters(&mut self) {
+        if self.waiters.is_empty() {
+            return;
+        }
+        let waiters = std::mem::take(&mut self.waiters);
+        for waiter in waiters {
+            match self.done(&waiter) {
+                Some(done) => self.resolve(waiter, Some(done)),
+                None => self.waiters.push(waiter),
+            }
+        }
+    }
+
+    /// Whether a wait is over, and why.
+    fn done(&self, waiter: &Waiter) -> Option<WaitDone> {
+        match waiter {
+            Waiter::Agents {
+                caller,
+                targets,
+                mode,
+                ..
+            } => self.agents_done(*caller, targets, *mode),
+            Waiter::Idle { agent, .. } => self
+                .agents
+                .get(agent)
+                .is_none_or(|entry| !entry.scheduled())
+                .then_some(WaitDone::NoTargets),
+            Waiter::Quiet { .. } => self.quiescent().then_some(WaitDone::NoTargets),
+        }
+    }
+
+    fn agents_done(
+        &self,
+        caller: ThreadId,
+        targets: &[ThreadId],
+        mode: WaitMode,
+    ) -> Option<WaitDone> {
+        if targets.is_empty() {
+            return Some(WaitDone::NoTargets);
+        }
+        let entries: Vec<&Entry> = targets.iter().filter_map(|t| self.agents.get(t)).collect();
+        if let Some(waiting) = entries
+            .iter()
+            .find(|entry| entry.status == AgentStatus::AwaitingApproval)
+        {
+            return Some(WaitDone::Approval(waiting.path.clone()));
+        }
+        match mode {
+            WaitMode::Any => {
+                let paths: Vec<AgentPath> = entries.iter().map(|e| e.path.clone()).collect();
+                let from: Vec<AgentPath> = self
+                    .agents
+                    .get(&caller)?
+                    .mailbox
+                    .unread_from(&paths)
+                    .into_iter()
+                    .cloned()
+                    .collect();
+                (!from.is_empty()).then_some(WaitDone::Mail(from))
+            }
+            WaitMode::All => entries.iter().all(|entry| !entry.scheduled()).then(|| {
+                WaitDone::AllIdle(
+                    entries
+                        .iter()
+                        .map(|entry| (entry.path.clone(), entry.status.clone()))
+                        .collect(),
+                )
+            }),
+        }
+    }
+
+    fn resolve(&mut self, waiter: Waiter, done: Option<WaitDone>) {
+        match waiter {
+            Waiter::Agents {
+                ticket,
+                caller,
+                previous,
+                ..
+            } => {
+                let status = self.agents.get(&caller).map(|entry| entry.status.clone());
+                if previous == AgentStatus::Running || status == Some(AgentStatus::Waiting) {
+                    self.set_status(caller, AgentStatus::Running);
+                }
+                self.emit(Effect::Reply {
+                    ticket,
+                    answer: Answer::Wait(done),
+                });
+            }
+            Waiter::Idle { ticket, agent } => {
+                if let Some(snapshot) = self.agents.get(&agent).map(|e| self.snapshot_of(e)) {
+                    self.emit(Effect::Reply {
+                        ticket,
+                        answer: Answer::Idle(snapshot),
+                    });
+                }
+            }
+            Waiter::Quiet { ticket } => self.emit(Effect::Reply {
+                ticket,
+                answer: Answer::Quiet,
+            }),
+        }
+    }
+
+    /// Every agent, in creation order.
+    pub(super) fn snapshot(&mut self, ticket: Ticket) {
+        let all = self.snapshots();
+        self.emit(Effect::Reply {
+            ticket,
+            answer: Answer::Snapshot(all),
+        });
+    }
+
+    /// Every agent as listings show it, in creation order.
+    pub fn snapshots(&self) -> Vec<AgentSnapshot> {
+        self.agents
+            .values()
+            .map(|entry| self.snapshot_of(entry))
+            .collect()
+    }
+
+    fn snapshot_of(&self, entry: &Entry) -> AgentSnapshot {
+        AgentSnapshot {
+            id: entry.id,
+            path: entry.path.clone(),
+            parent: entry.parent,
+            internal: entry.internal,
+            status: entry.status.clone(),
+            unread: entry.mailbox.unread(),
+            closed: entry.closed,
+            behind_closed: self.behind_closed(entry),
+            resident: entry.home == Home::Resident && !entry.stopped,
+            queue_position: self.runs.position(entry.id),
+            last_message: entry.last_message.clone(),
+            usage: entry.usage,
+            turns_started: entry.turns_started,
+            scheduled: entry.scheduled(),
+        }
+    }
+
+    /// True when the agent or one of its ancestors is closed.
+    fn behind_closed(&self, entry: &Entry) -> bool {
+        let mut current = Some(entry);
+        while let Some(entry) = current {
+            if entry.closed {
+                return true;
+            }
+            current = entry.parent.and_then(|parent| self.agents.get(&parent));
+        }
+        false
+    }
+}
