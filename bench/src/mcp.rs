@@ -7,8 +7,9 @@
 //!   time is a direct client's round trip to the same server (rmcp over the same pipes,
 //!   measured in the same run); what is left is arbor's overhead.
 //! - `mcp.session_start`: a one-answer session with no server configured, with three
-//!   configured whose tools are cached (the steady state: nothing starts), and with three
-//!   configured on a fresh home (their first listing starts them).
+//!   configured whose tools are cached (the steady state: nothing starts), each in a home
+//!   that has held a session before, and with three configured on a fresh home (their first
+//!   listing starts them).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -32,7 +33,7 @@ const ROUNDS: usize = 5;
 /// Direct client round trips.
 const DIRECT: usize = 1000;
 /// Sessions per case in the start measurement.
-const STARTS: usize = 10;
+const STARTS: usize = 20;
 
 pub fn run() -> Result<(), String> {
     let runtime = arbor_orchestrator::session_runtime().map_err(|err| err.to_string())?;
@@ -203,15 +204,18 @@ async fn session_start() -> Result<(), String> {
             .map(|name| server(name, &pidfile))
             .collect()
     };
-    // The cached case's home has listed the servers once.
+    // Both homes have held a session (the store exists); the cached case's has listed the
+    // servers once. Their sessions alternate, so drift on the machine hits both alike.
     let cached_home = dir.path().join("cached");
+    let plain_home = dir.path().join("plain");
     session(&cached_home, &script, three()?, true).await?;
-    session(&dir.path().join("warm"), &script, Vec::new(), true).await?;
+    session(&plain_home, &script, Vec::new(), true).await?;
     let starts_before = pid_lines(&pidfile);
     let (mut none, mut cached, mut cold) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..STARTS {
-        let plain = dir.path().join(format!("none{round}"));
-        none.push(micros(session(&plain, &script, Vec::new(), true).await?));
+    for _ in 0..STARTS {
+        none.push(micros(
+            session(&plain_home, &script, Vec::new(), true).await?,
+        ));
         cached.push(micros(
             session(&cached_home, &script, three()?, true).await?,
         ));

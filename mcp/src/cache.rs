@@ -5,8 +5,11 @@
 //! started and lists something else, the entry is replaced and the new list applies from the
 //! next session (a session's tool list never changes under its agents).
 //!
-//! The file is a cache: losing it costs one start per server. It is written whole, to a new
-//! file renamed into place; two sessions writing at once keep one of their versions.
+//! A session reads the file once, when it opens ([`ToolCache::snapshot`], with its other
+//! files, off the async workers). The file is a cache: losing it costs one start per server.
+//! It is written whole, to a new file renamed into place, each read-modify-write under an
+//! exclusive lock on `tools.json.lock` (so servers listed at once, by one session or several,
+//! all keep their entries).
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -19,6 +22,8 @@ use crate::naming::ListedTool;
 
 /// The cache file's name in its folder.
 const FILE: &str = "tools.json";
+/// The lock file every write holds.
+const LOCK: &str = "tools.json.lock";
 /// Bumped when the file's shape changes; other versions are ignored.
 const VERSION: u32 = 1;
 
@@ -40,9 +45,35 @@ pub struct ToolCache {
     dir: PathBuf,
 }
 
+/// The tool lists of one reading of the cache file.
+#[derive(Debug, Clone, Default)]
+pub struct CachedTools {
+    servers: BTreeMap<String, Entry>,
+}
+
+impl CachedTools {
+    /// The tools `server` listed last, if it was started the same way.
+    pub fn get(&self, server: &str, fingerprint: &str) -> Option<Vec<ListedTool>> {
+        let entry = self.servers.get(server)?;
+        (entry.fingerprint == fingerprint).then(|| entry.tools.clone())
+    }
+}
+
 impl ToolCache {
     pub fn new(dir: PathBuf) -> Self {
         Self { dir }
+    }
+
+    /// The cache of the arbor home `home` (`mcp/tools.json`).
+    pub fn in_home(home: &Path) -> Self {
+        Self::new(home.join("mcp"))
+    }
+
+    /// Reads the file once (blocking): what a session offers without starting servers.
+    pub fn snapshot(&self) -> CachedTools {
+        CachedTools {
+            servers: self.read().servers,
+        }
     }
 
     fn read(&self) -> File {
@@ -55,12 +86,18 @@ impl ToolCache {
 
     /// The tools `server` listed last, if it was started the same way.
     pub fn load(&self, server: &str, fingerprint: &str) -> Option<Vec<ListedTool>> {
-        let entry = self.read().servers.remove(server)?;
-        (entry.fingerprint == fingerprint).then_some(entry.tools)
+        self.snapshot().get(server, fingerprint)
     }
 
     /// Records what `server` listed; true when that differs from what was recorded.
     pub fn store(&self, server: &str, fingerprint: &str, tools: &[ListedTool]) -> bool {
+        // Held until the new file is in place; released when dropped.
+        let _lock = self
+            .lock()
+            .inspect_err(|err| {
+                tracing::warn!(dir = %self.dir.display(), error = %err, "cannot lock the MCP tool cache");
+            })
+            .ok();
         let mut file = self.read();
         let entry = Entry {
             fingerprint: fingerprint.to_string(),
@@ -79,6 +116,20 @@ impl ToolCache {
             tracing::warn!(dir = %self.dir.display(), error = %err, "cannot cache MCP tool lists");
         }
         true
+    }
+}
+
+impl ToolCache {
+    /// The exclusive lock writers hold (blocking until it is free).
+    fn lock(&self) -> std::io::Result<std::fs::File> {
+        std::fs::create_dir_all(&self.dir)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(LOCK))?;
+        file.lock()?;
+        Ok(file)
     }
 }
 
@@ -157,5 +208,26 @@ mod tests {
         assert_ne!(print, fingerprint(&server(&["--other"])));
         assert_eq!(cache.load("s", "elsewhere"), None);
         assert!(cache.store("s", &print, &[tool("a"), tool("b")]), "changed");
+    }
+
+    #[test]
+    fn servers_stored_at_once_all_keep_their_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ToolCache::new(dir.path().join("mcp"));
+        let names: Vec<String> = (0..8).map(|n| format!("s{n}")).collect();
+        std::thread::scope(|scope| {
+            for name in &names {
+                let cache = cache.clone();
+                scope.spawn(move || cache.store(name, "print", &[tool(name)]));
+            }
+        });
+        let snapshot = cache.snapshot();
+        for name in &names {
+            assert_eq!(
+                snapshot.get(name, "print"),
+                Some(vec![tool(name)]),
+                "{name}"
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::cache::ToolCache;
+use crate::cache::{CachedTools, ToolCache};
 use crate::config::ServerConfig;
 use crate::listing::Listing;
 use crate::naming::{self, McpTool};
@@ -21,20 +21,27 @@ pub struct McpHub {
 
 impl McpHub {
     /// The servers of `configs`, none started; stdio servers run in `workspace` by default.
-    /// With `cache`, tool lists are cached there, and offered from it when `offer_cached`
-    /// (so no server starts until one of its tools is called).
+    /// With `cache`, the tool lists servers give are cached there; the lists `offered` holds
+    /// (a snapshot of the cache) are offered without starting their servers, which start
+    /// when one of their tools is called.
     pub fn new(
         configs: Vec<ServerConfig>,
         workspace: PathBuf,
         cache: Option<ToolCache>,
-        offer_cached: bool,
+        offered: Option<&CachedTools>,
     ) -> Self {
         Self {
             servers: configs
                 .into_iter()
                 .map(|config| {
-                    let cache = cache.clone().map(|cache| (cache, offer_cached));
-                    Arc::new(Server::new(config, workspace.clone(), cache))
+                    let print = crate::cache::fingerprint(&config);
+                    let listed = offered.and_then(|cached| cached.get(&config.name, &print));
+                    Arc::new(Server::new(
+                        config,
+                        workspace.clone(),
+                        cache.clone(),
+                        listed,
+                    ))
                 })
                 .collect(),
         }

@@ -19,7 +19,7 @@
 //! the supervisor of `arbor_tools::Contained`, which kills its whole tree when arbor lets go or
 //! dies.
 //!
-//! No I/O happens before a server is needed; no dependency on the orchestrator: it drives the
+//! No I/O happens before a server is needed but the one read of the tool cache; no dependency on the orchestrator: it drives the
 //! hub, decides approvals and bounds outputs.
 
 mod cache;
@@ -33,7 +33,7 @@ mod process;
 mod render;
 mod server;
 
-pub use cache::ToolCache;
+pub use cache::{CachedTools, ToolCache};
 pub use config::{RawServer, ServerConfig, Transport, servers_from_raw};
 pub use hub::McpHub;
 pub use listing::Listing;

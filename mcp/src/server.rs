@@ -72,8 +72,10 @@ struct Slot {
 pub(crate) struct Server {
     pub(crate) config: ServerConfig,
     workspace: PathBuf,
-    /// Where tool lists are cached, and whether a listing may come from there.
-    cache: Option<(ToolCache, bool)>,
+    /// Where the tool lists it gives are cached.
+    cache: Option<ToolCache>,
+    /// What it listed last, from the cache: offered without starting it.
+    cached: Option<Vec<ListedTool>>,
     fingerprint: String,
     /// What the started server listed, when its listing came from the cache.
     live: tokio::sync::OnceCell<Result<Vec<ListedTool>, String>>,
@@ -95,13 +97,15 @@ impl Server {
     pub(crate) fn new(
         config: ServerConfig,
         workspace: PathBuf,
-        cache: Option<(ToolCache, bool)>,
+        cache: Option<ToolCache>,
+        cached: Option<Vec<ListedTool>>,
     ) -> Self {
         Self {
             fingerprint: crate::cache::fingerprint(&config),
             config,
             workspace,
             cache,
+            cached,
             live: tokio::sync::OnceCell::new(),
             slot: tokio::sync::Mutex::new(Slot {
                 state: State::Idle,
@@ -150,21 +154,10 @@ impl Server {
     }
 
     async fn list(&self) -> Listing {
-        if let Some((cache, true)) = &self.cache {
-            let (cache, name, print) = (
-                cache.clone(),
-                self.name().to_string(),
-                self.fingerprint.clone(),
-            );
-            let cached = tokio::task::spawn_blocking(move || cache.load(&name, &print))
-                .await
-                .ok()
-                .flatten();
-            if let Some(tools) = cached {
-                let mut listing = offer_all(&self.config, &tools);
-                listing.cached = true;
-                return listing;
-            }
+        if let Some(tools) = &self.cached {
+            let mut listing = offer_all(&self.config, tools);
+            listing.cached = true;
+            return listing;
         }
         let conn = match self.connection().await {
             Ok(conn) => conn,
@@ -207,7 +200,7 @@ impl Server {
 
     /// Caches what the server listed; true when it differs from what was cached.
     async fn remember(&self, listed: &[ListedTool]) -> bool {
-        let Some((cache, _)) = &self.cache else {
+        let Some(cache) = &self.cache else {
             return false;
         };
         let (cache, name, print) = (

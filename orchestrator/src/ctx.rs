@@ -27,13 +27,15 @@ use crate::projection::Projection;
 use crate::registry::Registry;
 use crate::session::handle::SessionHandle;
 
-/// What a session runs on: its id, its log, the projections of the log and the store.
+/// What a session runs on: its id, its log, the projections of the log and the store, and
+/// the MCP tool lists cached in the home (read when servers are configured).
 #[derive(Debug)]
 pub struct SessionFiles {
     pub id: ThreadId,
     pub log: SessionLog,
     pub projection: Arc<Projection>,
     pub store: Store,
+    pub mcp_tools: Option<arbor_mcp::CachedTools>,
 }
 
 /// The shared context of one session.
@@ -94,7 +96,7 @@ impl Ctx {
             .protecting_home(&config.home);
         Self {
             approvals,
-            mcp: McpServers::new(&config),
+            mcp: McpServers::new(&config, files.mcp_tools.as_ref()),
             project_docs: ProjectDocs::new(config.project_docs),
             config,
             session_id: files.id,

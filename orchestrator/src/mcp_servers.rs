@@ -21,13 +21,14 @@ pub struct McpServers {
 }
 
 impl McpServers {
-    pub fn new(config: &RunConfig) -> Self {
+    /// The servers of `config`; those whose tools `cached` holds are offered without starting.
+    pub fn new(config: &RunConfig, cached: Option<&arbor_mcp::CachedTools>) -> Self {
         Self {
             hub: Arc::new(McpHub::new(
                 config.mcp_servers.clone(),
                 config.cwd.clone(),
-                Some(arbor_mcp::ToolCache::new(config.home.join("mcp"))),
-                true,
+                Some(arbor_mcp::ToolCache::in_home(&config.home)),
+                cached,
             )),
             prepared: Mutex::new(HashSet::new()),
         }

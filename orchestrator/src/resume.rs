@@ -43,9 +43,15 @@ struct Loaded {
     root: ThreadRecord,
     log_path: PathBuf,
     reconciled: Reconciled,
+    mcp_tools: Option<arbor_mcp::CachedTools>,
 }
 
-fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, OrchestratorError> {
+fn load(
+    home: PathBuf,
+    cwd: PathBuf,
+    session: String,
+    mcp: bool,
+) -> Result<Loaded, OrchestratorError> {
     let store = Store::open(&home)?;
     let root = find_root(&store, &session)?;
     // Workspace roles come from the session's own workspace, wherever the user stands now.
@@ -61,6 +67,7 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     let lease = Lease::acquire(&home, root.id())?;
     let log_path = log_path_of(&home, &root);
     let reconciled = reconcile(&home, &store, root.id(), &log_path)?;
+    let mcp_tools = mcp.then(|| arbor_mcp::ToolCache::in_home(&home).snapshot());
     Ok(Loaded {
         store,
         roles,
@@ -69,6 +76,7 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
         root,
         log_path,
         reconciled,
+        mcp_tools,
     })
 }
 
@@ -82,7 +90,8 @@ impl Orchestrator {
         session: &str,
     ) -> Result<(Self, ResumeInfo), OrchestratorError> {
         let (home, cwd, session) = (config.home.clone(), config.cwd.clone(), session.to_string());
-        let loaded = tokio::task::spawn_blocking(move || load(home, cwd, session))
+        let mcp = !config.mcp_servers.is_empty();
+        let loaded = tokio::task::spawn_blocking(move || load(home, cwd, session, mcp))
             .await
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
         config.cwd = PathBuf::from(&loaded.root.meta.cwd);
@@ -106,6 +115,7 @@ impl Orchestrator {
             log,
             projection,
             store: loaded.store,
+            mcp_tools: loaded.mcp_tools,
         };
         let orch = Orchestrator::assemble(
             config,

@@ -26,8 +26,8 @@ pub async fn list(home: &Path, args: &McpListArgs) -> Result<u8, CliError> {
     let servers = arbor_mcp::servers_from_raw(&file.mcp_servers)
         .map_err(|message| CliError::usage(format!("config: {message}")))?;
     // Every server is started (that is what the listing is for), and its tools cached.
-    let cache = arbor_mcp::ToolCache::new(home.join("mcp"));
-    let hub = McpHub::new(servers, workspace, Some(cache), false);
+    let cache = arbor_mcp::ToolCache::in_home(home);
+    let hub = McpHub::new(servers, workspace, Some(cache), None);
     let listings = hub.listings(|_| true).await;
     hub.stop().await;
     let entries: Vec<Value> = hub
