@@ -1,12 +1,13 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|reconcile|durability|ui|worktree|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|ui|worktree|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
 mod durability;
 mod fanout;
 mod http_overhead;
+mod mcp;
 mod reconcile;
 mod residency;
 mod rollout;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         "approvals" => approvals::run(),
         "durability" => durability::run_all(),
         "reconcile" => reconcile::run(),
+        "mcp" => mcp::run(),
         "ui" => ui::run(),
         "worktree" => worktree::run(),
         "all" => store::run()
@@ -54,12 +56,13 @@ fn main() -> ExitCode {
             .and_then(|()| residency::ping_pong(10_000))
             .and_then(|()| approvals::run())
             .and_then(|()| reconcile::run())
+            .and_then(|()| mcp::run())
             .and_then(|()| ui::run())
             .and_then(|()| worktree::run())
             .and_then(|()| durability::run_all()),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals, reconcile, durability, ui, worktree or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals, reconcile, mcp, durability, ui, worktree or all"
             );
             return ExitCode::from(2);
         }

@@ -64,6 +64,34 @@ pub enum Command {
     /// choose the provider, base_url, api_key_env, headers and shell_environment, and its
     /// .arbor/rules may allow commands.
     Trust(TrustArgs),
+    /// MCP servers: `arbor mcp list` shows the configured ones, whether they start, and their
+    /// tools.
+    Mcp(McpArgs),
+    /// Serve arbor as an MCP server on stdin and stdout: any MCP client can start a tree,
+    /// follow it, answer its approvals and read its answer (see docs/mcp.md).
+    McpServer,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// List the configured MCP servers: how each is reached, whether it starts, its tools.
+    List(McpListArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpListArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The workspace whose configuration to read (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +183,9 @@ pub struct RunOptions {
     /// Token budget for the whole tree: once used up, no new turn starts anywhere.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub budget_tokens: Option<u64>,
+    /// Leave the AGENTS.md files of the repository out of the agents' instructions.
+    #[arg(long)]
+    pub no_project_docs: bool,
 }
 
 #[derive(Debug, Args)]

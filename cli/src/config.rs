@@ -3,8 +3,9 @@
 //!
 //! A workspace's file is written by whoever wrote the repository: until the user trusts the
 //! workspace (`arbor trust`), the keys that decide where the API key goes or what commands
-//! inherit (`provider`, `base_url`, `api_key_env`, `headers`, `shell_environment`) are ignored
-//! there, with a notice naming the file; `trusted_workspace` is only read from the home file.
+//! inherit, or which programs it starts (`provider`, `base_url`, `api_key_env`, `headers`,
+//! `shell_environment`, `mcp_servers`) are ignored there, with a notice naming the file;
+//! `trusted_workspace` is only read from the home file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,10 @@ pub struct FileConfig {
     pub worker_isolation: Option<String>,
     /// Merge a worktree child's clean changes back when its turn completes.
     pub auto_merge: Option<bool>,
+    /// MCP servers (`[mcp_servers.NAME]`, see `docs/mcp.md`); a workspace's file may add or
+    /// replace servers only once the workspace is trusted.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, arbor_mcp::RawServer>,
 }
 
 /// One `[[trusted_workspace]]` of the home file.
@@ -163,6 +168,8 @@ impl FileConfig {
                 entry.max_output_tokens = settings.max_output_tokens;
             }
         }
+        // A server is one whole table: the workspace's replaces the home's of the same name.
+        self.mcp_servers.extend(other.mcp_servers);
         for (model, settings) in other.models {
             let entry = self.models.entry(model).or_default();
             if settings.max_output_tokens.is_some() {
@@ -255,6 +262,10 @@ impl FileConfig {
         }
         if self.shell_environment.take().is_some() {
             ignored.push("shell_environment");
+        }
+        // A server is a program arbor starts: a cloned repository does not choose one.
+        if !std::mem::take(&mut self.mcp_servers).is_empty() {
+            ignored.push("mcp_servers");
         }
         ignored
     }

@@ -376,6 +376,9 @@ pub fn run_config(
         .unwrap_or_else(|| arbor_model::DEFAULT_API_KEY_ENV.to_string());
     config.shell_environment = Arc::new(file.shell_environment(vec![key_variable])?);
     config.max_depth = run.max_depth;
+    config.project_docs = !run.no_project_docs;
+    config.mcp_servers = arbor_mcp::servers_from_raw(&file.mcp_servers)
+        .map_err(|message| CliError::usage(format!("config: {message}")))?;
     config.max_running = usize::try_from(run.max_running).unwrap_or(usize::MAX);
     config.max_resident = usize::try_from(run.max_resident).unwrap_or(usize::MAX);
     // Every model the configuration and the role files name must be a configured one.

@@ -8,6 +8,7 @@ mod doctor;
 mod error;
 mod exec;
 mod logtext;
+mod mcp;
 mod output;
 mod outside;
 mod prompt;
@@ -123,5 +124,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Trust(args) => trust::trust(&home, &args),
         Command::Diff(args) => worktrees::diff(&home, &args),
         Command::Merge(args) => worktrees::merge(&home, &args),
+        Command::Mcp(args) => match args.command {
+            args::McpCommand::List(args) => runtime()?.block_on(mcp::list(&home, &args)),
+        },
+        Command::McpServer => runtime()?.block_on(mcp::serve(home)),
     }
 }

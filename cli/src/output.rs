@@ -195,6 +195,7 @@ fn human(event: &Event) -> Option<String> {
         Event::BudgetExhausted { limit, used } => {
             format!("token budget of {limit} reached ({used} used): no new turn starts")
         }
+        Event::McpNotice { message, .. } => format!("mcp: {message}"),
         Event::TurnCompleted { path, .. } => format!("{path}: turn completed"),
         Event::WorktreeCreated {
             path,

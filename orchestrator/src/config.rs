@@ -98,6 +98,11 @@ pub struct RunConfig {
     /// Merge a worktree child's clean changes when its turn completes, unless its role says
     /// otherwise.
     pub auto_merge: bool,
+    /// The MCP servers of `[mcp_servers]`: started when an agent first needs them.
+    pub mcp_servers: Vec<arbor_mcp::ServerConfig>,
+    /// Join the `AGENTS.md` files from the repository root down to each agent's cwd into its
+    /// instructions (`--no-project-docs` turns it off).
+    pub project_docs: bool,
 }
 
 impl RunConfig {
@@ -131,6 +136,8 @@ impl RunConfig {
             models: std::collections::BTreeMap::new(),
             worker_isolation: arbor_protocol::Isolation::Shared,
             auto_merge: false,
+            mcp_servers: Vec::new(),
+            project_docs: true,
         }
     }
 

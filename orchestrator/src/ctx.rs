@@ -1,6 +1,6 @@
 //! What the turns and tools of a session share: its configuration, its log and the
-//! projections of it, the model, the roles, the approval gate, the agents' handles, the event
-//! bus, and the handle on the session task, through which every change to the session's state
+//! projections of it, the model, the roles, the approval gate, the MCP servers, the project
+//! instructions, the agents' handles, the event bus, and the handle on the session task, through which every change to the session's state
 //! goes. Nothing here is the session's state; that belongs to the session task.
 
 use std::collections::HashMap;
@@ -21,17 +21,21 @@ use crate::approval::state::Approvals;
 use crate::config::RunConfig;
 use crate::error::OrchestratorError;
 use crate::events::EventBus;
+use crate::mcp_servers::McpServers;
+use crate::project_docs::ProjectDocs;
 use crate::projection::Projection;
 use crate::registry::Registry;
 use crate::session::handle::SessionHandle;
 
-/// What a session runs on: its id, its log, the projections of the log and the store.
+/// What a session runs on: its id, its log, the projections of the log and the store, and
+/// the MCP tool lists cached in the home (read when servers are configured).
 #[derive(Debug)]
 pub struct SessionFiles {
     pub id: ThreadId,
     pub log: SessionLog,
     pub projection: Arc<Projection>,
     pub store: Store,
+    pub mcp_tools: Option<arbor_mcp::CachedTools>,
 }
 
 /// The shared context of one session.
@@ -47,6 +51,10 @@ pub struct Ctx {
     pub roles: RoleSet,
     /// The command policy, the sandboxes and the approval broker.
     pub approvals: Approvals,
+    /// The session's MCP servers and the tools agents are offered from them.
+    pub mcp: McpServers,
+    /// `AGENTS.md` instructions by directory, read once per session.
+    pub project_docs: ProjectDocs,
     /// Every agent's handle, by id and by open path.
     pub registry: Registry,
     pub events: EventBus,
@@ -88,6 +96,8 @@ impl Ctx {
             .protecting_home(&config.home);
         Self {
             approvals,
+            mcp: McpServers::new(&config, files.mcp_tools.as_ref()),
+            project_docs: ProjectDocs::new(config.project_docs),
             config,
             session_id: files.id,
             events: EventBus::new(files.log.clone()),

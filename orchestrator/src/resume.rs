@@ -20,7 +20,6 @@ use crate::ctx::{Ctx, SessionFiles};
 use crate::error::OrchestratorError;
 use crate::facade::Orchestrator;
 use crate::lease::Lease;
-use crate::lifecycle::instructions_for;
 use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
 use crate::session::core::{Input, Registration};
@@ -46,9 +45,15 @@ struct Loaded {
     root: ThreadRecord,
     log_path: PathBuf,
     reconciled: Reconciled,
+    mcp_tools: Option<arbor_mcp::CachedTools>,
 }
 
-fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, OrchestratorError> {
+fn load(
+    home: PathBuf,
+    cwd: PathBuf,
+    session: String,
+    mcp: bool,
+) -> Result<Loaded, OrchestratorError> {
     let store = Store::open(&home)?;
     let root = find_root(&store, &session)?;
     // Workspace roles come from the session's own workspace, wherever the user stands now.
@@ -64,6 +69,7 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
     let lease = Lease::acquire(&home, root.id())?;
     let log_path = log_path_of(&home, &root);
     let reconciled = reconcile(&home, &store, root.id(), &log_path)?;
+    let mcp_tools = mcp.then(|| arbor_mcp::ToolCache::in_home(&home).snapshot());
     Ok(Loaded {
         store,
         roles,
@@ -72,6 +78,7 @@ fn load(home: PathBuf, cwd: PathBuf, session: String) -> Result<Loaded, Orchestr
         root,
         log_path,
         reconciled,
+        mcp_tools,
     })
 }
 
@@ -85,7 +92,8 @@ impl Orchestrator {
         session: &str,
     ) -> Result<(Self, ResumeInfo), OrchestratorError> {
         let (home, cwd, session) = (config.home.clone(), config.cwd.clone(), session.to_string());
-        let loaded = tokio::task::spawn_blocking(move || load(home, cwd, session))
+        let mcp = !config.mcp_servers.is_empty();
+        let loaded = tokio::task::spawn_blocking(move || load(home, cwd, session, mcp))
             .await
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
         config.cwd = PathBuf::from(&loaded.root.meta.cwd);
@@ -109,6 +117,7 @@ impl Orchestrator {
             log,
             projection,
             store: loaded.store,
+            mcp_tools: loaded.mcp_tools,
         };
         let orch = Orchestrator::assemble(
             config,
@@ -124,6 +133,11 @@ impl Orchestrator {
                 "took over the lease of process {pid}, which is gone"
             ));
         }
+        let cwds = state
+            .threads
+            .values()
+            .map(|row| PathBuf::from(&row.record.meta.cwd));
+        orch.ctx.project_docs.preload(cwds.collect()).await;
         let registered = register_tree(&orch.ctx, &state, &mut notices);
         let root = registered
             .get(&loaded.root.id())
@@ -261,7 +275,14 @@ fn handle_of(
         meta: record.meta.clone(),
         caps,
         rollout_path: ctx.config.home.join(&record.rollout_path),
-        instructions: instructions(instructions_for(&role), worktree.as_deref()),
+        instructions: instructions(
+            ctx.project_docs.instructions(
+                &role,
+                std::path::Path::new(&record.meta.cwd),
+                record.meta.role == arbor_roles::GUARDIAN_ROLE,
+            ),
+            worktree.as_deref(),
+        ),
         internal: record.meta.role == arbor_roles::GUARDIAN_ROLE,
         worktree,
     };

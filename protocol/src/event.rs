@@ -99,6 +99,10 @@ pub enum Event {
     /// The tree's token budget is used up: no new turn starts.
     #[serde(rename = "budget.exhausted")]
     BudgetExhausted { limit: u64, used: u64 },
+    /// Something about an MCP server the user should know: it started, failed, was
+    /// restarted, or some of its tools are not offered (and why).
+    #[serde(rename = "mcp.notice")]
+    McpNotice { server: String, message: String },
     #[serde(rename = "turn.completed")]
     TurnCompleted {
         path: AgentPath,
@@ -163,6 +167,7 @@ impl Event {
             Self::AgentRetrying { .. } => "agent.retrying",
             Self::Usage { .. } => "usage",
             Self::BudgetExhausted { .. } => "budget.exhausted",
+            Self::McpNotice { .. } => "mcp.notice",
             Self::TurnCompleted { .. } => "turn.completed",
             Self::TurnAborted { .. } => "turn.aborted",
             Self::SessionCompleted { .. } => "session.completed",

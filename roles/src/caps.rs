@@ -2,6 +2,7 @@
 
 use arbor_protocol::{ApprovalPolicy, SandboxMode};
 
+use crate::mcp_access::McpGate;
 use crate::role::{CHILD_TOOLS, Role, TOOL_NAMES};
 
 /// The effective tools, sandbox, spawning right and approval policy of one agent.
@@ -12,6 +13,8 @@ pub struct Capabilities {
     pub sandbox: SandboxMode,
     pub can_spawn: bool,
     pub approval_policy: ApprovalPolicy,
+    /// What every role from the root down says about MCP tools; all must admit a tool.
+    pub mcp: Vec<McpGate>,
 }
 
 impl Capabilities {
@@ -23,6 +26,7 @@ impl Capabilities {
             sandbox,
             can_spawn: true,
             approval_policy,
+            mcp: Vec::new(),
         }
     }
 
@@ -44,12 +48,28 @@ impl Capabilities {
             Some(mode) => self.sandbox.narrowest(mode),
             None => self.sandbox,
         };
+        let mut mcp = self.mcp.clone();
+        mcp.push(McpGate {
+            patterns: role.mcp_patterns(),
+            read_only: sandbox == SandboxMode::ReadOnly,
+        });
         Capabilities {
             tools,
             sandbox,
             can_spawn,
             approval_policy: self.approval_policy,
+            mcp,
         }
+    }
+
+    /// Whether the MCP tool `name` is offered (`read_only`: its server marks it so).
+    pub fn admits_mcp(&self, name: &str, read_only: bool) -> bool {
+        self.mcp.iter().all(|gate| gate.admits(name, read_only))
+    }
+
+    /// Whether some tool of the MCP server `server` could be offered.
+    pub fn may_use_mcp_server(&self, server: &str) -> bool {
+        self.mcp.iter().all(|gate| gate.may_admit_server(server))
     }
 
     /// Whether `tool` is offered.
@@ -159,6 +179,34 @@ mod tests {
 
         // A worker's explorer child is no wider than the explorer itself.
         let grandchild = narrow("worker").narrow_for(set.get("explorer").expect("explorer"));
-        assert_eq!(grandchild, explorer);
+        assert_eq!(grandchild.tools, explorer.tools);
+        assert_eq!(grandchild.sandbox, explorer.sandbox);
+        assert!(!grandchild.admits_mcp("mcp__fs__write_file", false));
+        assert!(grandchild.admits_mcp("mcp__fs__read_file", true));
+    }
+
+    #[test]
+    fn mcp_tools_narrow_down_the_tree() {
+        let root = root();
+        assert!(root.admits_mcp("mcp__fs__write_file", false));
+        // A role that lists only fs tools: nothing else, read-only or not.
+        let fs_only = root.narrow_for(&role(Some(&["exec_command", "mcp__fs__*"]), None, true));
+        assert!(fs_only.admits_mcp("mcp__fs__write_file", false));
+        assert!(!fs_only.admits_mcp("mcp__web__get", true));
+        assert!(!fs_only.may_use_mcp_server("web"));
+        // Its child, whose role lists web tools, gets neither fs nor web: never wider.
+        let child = fs_only.narrow_for(&role(Some(&["mcp__web__*"]), None, true));
+        assert!(!child.admits_mcp("mcp__web__get", true));
+        assert!(!child.admits_mcp("mcp__fs__read", true));
+        // A read-only role without patterns: read-only tools only; listing one lets it in.
+        let reader = root.narrow_for(&role(None, Some(SandboxMode::ReadOnly), true));
+        assert!(reader.admits_mcp("mcp__fs__read_file", true));
+        assert!(!reader.admits_mcp("mcp__fs__write_file", false));
+        let listed = root.narrow_for(&role(
+            Some(&["mcp__fs__write_file"]),
+            Some(SandboxMode::ReadOnly),
+            true,
+        ));
+        assert!(listed.admits_mcp("mcp__fs__write_file", false));
     }
 }

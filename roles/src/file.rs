@@ -277,7 +277,8 @@ mod tests {
                 "tools = [\"exec_command\", \"rm_rf\"]",
                 "field `tools`: unknown tool `rm_rf`, expected one of spawn_agent, send_message, \
                  followup_task, wait_agent, list_agents, close_agent, interrupt_agent, \
-                 diff_agent, merge_agent, exec_command, apply_patch",
+                 diff_agent, merge_agent, exec_command, apply_patch or an MCP pattern \
+                 `mcp__SERVER__TOOL`",
             ),
             (
                 "isolation = \"copy\"",
@@ -286,6 +287,10 @@ mod tests {
             (
                 "auto_merge = \"yes\"",
                 "field `auto_merge`: invalid type: string \"yes\", expected a boolean",
+            ),
+            (
+                "tools = [\"mcp__fs.x\"]",
+                "field `tools`: MCP pattern `mcp__fs.x` may use only letters, digits, `_`, `-` and `*`",
             ),
             (
                 "tools = [\"exec_command\", \"exec_command\"]",

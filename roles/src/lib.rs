@@ -28,6 +28,11 @@
 //! too. A tool that fails only because of runtime state (spawning at max depth) stays in the list
 //! and returns its error.
 //!
+//! # MCP tools
+//!
+//! A `tools` allow-list may also name MCP tools with `mcp__…` globs; see [`McpGate`] for how
+//! they narrow along the tree and what read-only agents get.
+//!
 //! # The guardian
 //!
 //! `guardian` is internal: [`RoleSet::for_spawn`] refuses it and [`RoleSet::spawnable`] leaves
@@ -44,6 +49,7 @@ mod builtin;
 mod caps;
 mod error;
 mod file;
+mod mcp_access;
 mod nickname;
 mod role;
 mod set;
@@ -52,6 +58,7 @@ pub use builtin::builtin_roles;
 pub use caps::Capabilities;
 pub use error::RoleError;
 pub use file::ROLE_FIELDS;
+pub use mcp_access::{MCP_PREFIX, McpGate, glob};
 pub use nickname::{NICKNAMES, NicknamePool, ordinal, ordinal_suffix};
 pub use role::{
     CHILD_TOOLS, DEFAULT_ROLE, EXPLORER_ROLE, GUARDIAN_ROLE, REASONING_EFFORTS, Role, RoleSource,

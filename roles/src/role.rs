@@ -98,6 +98,18 @@ impl Role {
         self.name == GUARDIAN_ROLE
     }
 
+    /// The `mcp__…` patterns of the allow-list; `None` when it names none.
+    pub fn mcp_patterns(&self) -> Option<Vec<String>> {
+        let patterns: Vec<String> = self
+            .tools
+            .iter()
+            .flatten()
+            .filter(|tool| tool.starts_with(crate::MCP_PREFIX))
+            .cloned()
+            .collect();
+        (!patterns.is_empty()).then_some(patterns)
+    }
+
     /// Whether the allow-list admits `tool` (always true without an allow-list).
     pub fn allows_tool(&self, tool: &str) -> bool {
         match &self.tools {
@@ -121,11 +133,14 @@ impl Role {
             self.can_spawn = false;
             self.sandbox_mode = Some(SandboxMode::ReadOnly);
             let allowed = self.allows_tool("exec_command");
-            self.tools = Some(if allowed {
+            let mut tools = if allowed {
                 vec!["exec_command".to_owned()]
             } else {
                 Vec::new()
-            });
+            };
+            // MCP tools it lists stay: its calls that need approval are refused anyway.
+            tools.extend(self.mcp_patterns().unwrap_or_default());
+            self.tools = Some(tools);
         }
         self
     }
@@ -178,12 +193,15 @@ pub fn check_model<S: AsRef<str>>(model: &str, known: &[S]) -> Result<(), String
     ))
 }
 
-/// Checks a tool allow-list and returns it in canonical order.
+/// Checks a tool allow-list and returns it in canonical order, `mcp__…` patterns last in the
+/// order given.
 pub(crate) fn check_tools(tools: Vec<String>) -> Result<Vec<String>, String> {
     for (i, tool) in tools.iter().enumerate() {
-        if !TOOL_NAMES.contains(&tool.as_str()) {
+        if tool.starts_with(crate::MCP_PREFIX) {
+            crate::mcp_access::check_pattern(tool)?;
+        } else if !TOOL_NAMES.contains(&tool.as_str()) {
             return Err(format!(
-                "unknown tool `{tool}`, expected one of {}",
+                "unknown tool `{tool}`, expected one of {} or an MCP pattern `mcp__SERVER__TOOL`",
                 TOOL_NAMES.join(", ")
             ));
         }
@@ -195,6 +213,12 @@ pub(crate) fn check_tools(tools: Vec<String>) -> Result<Vec<String>, String> {
         .iter()
         .filter(|canonical| tools.iter().any(|t| t == *canonical))
         .map(|t| (*t).to_owned())
+        .chain(
+            tools
+                .iter()
+                .filter(|t| t.starts_with(crate::MCP_PREFIX))
+                .cloned(),
+        )
         .collect())
 }
 

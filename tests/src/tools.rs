@@ -72,3 +72,18 @@ pub fn python() -> PathBuf {
     assert!(path.exists(), "{} is not installed", path.display());
     path
 }
+
+/// The misbehaving stdio MCP server of the test support (`tests/fixtures/mcp/misbehaving.py`),
+/// as the command and arguments that start it in `mode` (`ok`, `hang-at-start`,
+/// `garbage-at-start`).
+pub fn misbehaving_server(mode: &str) -> (String, Vec<String>) {
+    let script = workspace()
+        .join("tests")
+        .join("fixtures")
+        .join("mcp")
+        .join("misbehaving.py");
+    (
+        python().display().to_string(),
+        vec![script.display().to_string(), mode.to_string()],
+    )
+}

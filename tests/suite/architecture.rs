@@ -32,6 +32,10 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
         "openpty for the UI's terminal, sysconf for clock ticks, SIGTERM to it",
     ),
     (
+        "cli/src/mcp/runs.rs",
+        "SIGTERM to a tree's `arbor exec` child, so its turns end resumable",
+    ),
+    (
         "tools/src/exec/tests.rs",
         "tests signal and inspect their processes",
     ),

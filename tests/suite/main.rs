@@ -9,6 +9,7 @@ mod config;
 mod durability;
 mod hardening;
 mod lease;
+mod mcp;
 mod paths;
 mod providers;
 mod residency;

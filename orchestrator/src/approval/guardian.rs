@@ -87,6 +87,8 @@ async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
             nickname: false,
             cwd: root.identity.cwd().to_path_buf(),
             internal: true,
+            // Its role's only: the repository it reviews does not write its rules.
+            instructions: crate::lifecycle::instructions_for(role),
             stamp: None,
             history: Vec::new(),
             task: None,

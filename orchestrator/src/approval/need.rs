@@ -128,7 +128,7 @@ fn trusted(evaluation: &Evaluation) -> bool {
 }
 
 /// `rule `git push` (talks to the remote)` for the first match with `decision`.
-fn rule_text(evaluation: &Evaluation, decision: Decision) -> String {
+pub(super) fn rule_text(evaluation: &Evaluation, decision: Decision) -> String {
     match evaluation
         .matches
         .iter()
@@ -186,8 +186,19 @@ pub fn override_key(requester: &AgentPath, args: &ExecArgs, workdir: &Path) -> O
     }
 }
 
+/// What makes an MCP call's retry identical: requester, and the call in one line (tool and
+/// arguments).
+pub fn mcp_key(requester: &AgentPath, command: &str, cwd: &str) -> OverrideKey {
+    OverrideKey {
+        requester: requester.clone(),
+        command: command.to_string(),
+        cwd: cwd.to_string(),
+        escalated: false,
+    }
+}
+
 /// The override key of a stored request (for an answer given from outside the runtime).
-/// `None` for an action that is neither an `exec_command` nor an `apply_patch`.
+/// `None` for an action that is not an `exec_command`, an `apply_patch` or an MCP call.
 pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
     let action = &record.action;
     if action["tool"] == "apply_patch" {
@@ -195,6 +206,13 @@ pub fn record_key(record: &ApprovalRecord) -> Option<OverrideKey> {
             &record.requester,
             action["patch"].as_str()?,
             Path::new(action["cwd"].as_str()?),
+        ));
+    }
+    if action["tool"].as_str().is_some_and(arbor_mcp::is_mcp) {
+        return Some(mcp_key(
+            &record.requester,
+            action["command"].as_str()?,
+            action["cwd"].as_str()?,
         ));
     }
     if action["tool"] != "exec_command" {

@@ -101,22 +101,25 @@ impl Orchestrator {
         let root_stamp = Timestamp::now();
         let sandbox = config.sandbox;
         let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
-        let (store, roles, policy, lease, log_path) = tokio::task::spawn_blocking(move || {
-            // What the kernel offers is probed once per process (it forks a probe): here, off
-            // the async workers.
-            arbor_tools::sandbox_status(sandbox);
-            let store = Store::open(&home)?;
-            let roles = RoleSet::load(&home, &cwd)?;
-            let policy = arbor_tools::Policy::load(&home, &cwd)?;
-            if protect {
-                protect_arbor_dir(&cwd);
-            }
-            let lease = Lease::acquire(&home, session_id)?;
-            let log_path = create_log(&home, session_id, root_stamp)?;
-            Ok::<_, OrchestratorError>((store, roles, policy, lease, log_path))
-        })
-        .await
-        .map_err(|err| OrchestratorError::Start(err.to_string()))??;
+        let mcp = !config.mcp_servers.is_empty();
+        let (store, roles, policy, lease, log_path, mcp_tools) =
+            tokio::task::spawn_blocking(move || {
+                // What the kernel offers is probed once per process (it forks a probe): here, off
+                // the async workers.
+                arbor_tools::sandbox_status(sandbox);
+                let store = Store::open(&home)?;
+                let roles = RoleSet::load(&home, &cwd)?;
+                let policy = arbor_tools::Policy::load(&home, &cwd)?;
+                if protect {
+                    protect_arbor_dir(&cwd);
+                }
+                let lease = Lease::acquire(&home, session_id)?;
+                let log_path = create_log(&home, session_id, root_stamp)?;
+                let mcp_tools = mcp.then(|| arbor_mcp::ToolCache::in_home(&home).snapshot());
+                Ok::<_, OrchestratorError>((store, roles, policy, lease, log_path, mcp_tools))
+            })
+            .await
+            .map_err(|err| OrchestratorError::Start(err.to_string()))??;
         let (log, outlets) = SessionLog::start(&log_path, Start::default())
             .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         let projection = Projection::start(
@@ -131,6 +134,7 @@ impl Orchestrator {
             log,
             projection,
             store,
+            mcp_tools,
         };
         let mut orch = Self::assemble(config, files, model, roles, policy, lease, outlets.external);
         orch.root_stamp = root_stamp;
@@ -255,6 +259,8 @@ impl Orchestrator {
                 let ctx = &self.ctx;
                 let role = ctx.roles.get(arbor_roles::DEFAULT_ROLE)?;
                 let caps = Capabilities::root(ctx.config.sandbox, ctx.config.approval_policy);
+                let cwd = ctx.config.cwd.clone();
+                let instructions = ctx.project_docs.for_new_agent(role, &cwd, false).await;
                 let spawned = ctx
                     .session
                     .spawn(SpawnSpec {
@@ -268,8 +274,9 @@ impl Orchestrator {
                         // it may take tools, spawning or sandbox away, never add them.
                         caps: caps.narrow_for(role),
                         nickname: false,
-                        cwd: ctx.config.cwd.clone(),
+                        cwd,
                         internal: false,
+                        instructions,
                         stamp: Some(self.root_stamp),
                         history: Vec::new(),
                         task: None,
@@ -458,6 +465,8 @@ impl Orchestrator {
         if let Some(task) = task {
             let _ = task.await;
         }
+        // No MCP server (nor anything it started) outlives the session.
+        crate::tools::mcp::stop(&self.ctx).await;
         let (log, projection, store) = (
             self.ctx.log.clone(),
             Arc::clone(&self.ctx.projection),

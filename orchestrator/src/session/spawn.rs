@@ -15,7 +15,6 @@ use super::nicknames::Nicknames;
 use crate::agent::{Agent, Identity};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
-use crate::lifecycle::instructions_for;
 use crate::worktrees::worktree::instructions;
 
 /// An agent made: what the spawner gets, how the session registers it, and its task.
@@ -66,7 +65,7 @@ pub fn make(
         meta: meta.clone(),
         caps: spec.caps,
         rollout_path: rollout_path(&ctx.config.home, stamp, id),
-        instructions: instructions(instructions_for(&spec.role), spec.worktree.as_deref()),
+        instructions: instructions(spec.instructions, spec.worktree.as_deref()),
         internal: spec.internal,
         worktree: spec.worktree.clone(),
     };

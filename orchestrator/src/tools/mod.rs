@@ -3,6 +3,7 @@
 
 pub(crate) mod args;
 pub mod manage;
+pub mod mcp;
 mod messaging;
 pub mod spawn;
 pub mod specs;
@@ -62,12 +63,14 @@ pub async fn run_calls(
 
 /// Tools that may run concurrently with everything else (and start while a response streams).
 pub fn is_slow(name: &str) -> bool {
-    matches!(name, "exec_command" | "apply_patch" | "wait_agent")
+    matches!(name, "exec_command" | "apply_patch" | "wait_agent") || arbor_mcp::is_mcp(name)
 }
 
 /// Runs one call and returns the model-visible output (bounded).
 pub async fn dispatch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, call: &Call) -> String {
-    let result = if !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
+    // MCP tools are checked against the agent's gates by `mcp::call`.
+    let mcp = arbor_mcp::is_mcp(&call.name);
+    let result = if !mcp && !agent.identity.caps.tools.iter().any(|t| t == &call.name) {
         Err(format!(
             "tool `{}` is not available to this agent",
             call.name
@@ -87,6 +90,7 @@ pub async fn dispatch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, call: &Call) -> String
             "interrupt_agent" => manage::interrupt_agent(ctx, agent, &call.arguments).await,
             "exec_command" => work::exec_command(ctx, agent, &call.arguments).await,
             "apply_patch" => work::apply_patch(ctx, agent, &call.arguments).await,
+            _ if mcp => mcp::call(ctx, agent, call).await,
             other => Err(format!("unknown tool `{other}`")),
         }
     };
@@ -110,10 +114,12 @@ fn bad_arguments(tool: &str, problem: &str) -> String {
 /// The tools an agent is offered, in its role's stable order. Built once per distinct tool
 /// list and shared by every request of every agent that has it.
 pub fn specs_for(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
-    ctx.tool_specs(&agent.identity.caps.tools, || {
+    let mut key = agent.identity.caps.tools.clone();
+    key.extend(ctx.mcp.spec_key(&agent.identity.caps.mcp));
+    ctx.tool_specs(&key, || {
         let mut messaging = specs::messaging_tools();
         messaging.extend(worktree_tools::specs());
-        agent
+        let mut specs: Vec<ToolSpec> = agent
             .identity
             .caps
             .tools
@@ -127,6 +133,9 @@ pub fn specs_for(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
                     .position(|spec| spec.name == other)
                     .map(|at| messaging.swap_remove(at)),
             })
-            .collect()
+            .collect();
+        let added = mcp::specs(ctx, agent, specs.len());
+        specs.extend(added);
+        specs
     })
 }

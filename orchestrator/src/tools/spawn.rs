@@ -107,6 +107,7 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
         .as_ref()
         .map_or_else(|| caller.identity.cwd().to_path_buf(), |wt| wt.cwd());
     let task = mail::compose_to(caller, &path, MailKind::Spawn, &args.message);
+    let instructions = ctx.project_docs.for_new_agent(role, &cwd, false).await;
     let spawned = ctx
         .session
         .spawn(SpawnSpec {
@@ -120,6 +121,7 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
             nickname: true,
             cwd,
             internal: false,
+            instructions,
             stamp: None,
             history: forked_history(caller, fork),
             task: Some(task),

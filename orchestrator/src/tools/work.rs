@@ -52,7 +52,7 @@ pub async fn apply_patch(ctx: &Arc<Ctx>, agent: &Arc<Agent>, arguments: &str) ->
 }
 
 /// Waits until everything appended so far is on disk; a failed log refuses the side effect.
-async fn durable_now(ctx: &Ctx) -> Result<(), String> {
+pub(super) async fn durable_now(ctx: &Ctx) -> Result<(), String> {
     let upto = ctx.log.appended();
     ctx.log
         .durable(upto, Urgency::Now)

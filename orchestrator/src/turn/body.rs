@@ -38,6 +38,8 @@ pub(super) async fn turn_body(
         inbox,
     } = turn;
     let mut granted = Some((input, first));
+    // The agent's MCP servers are listed before its first request (its tool list needs them).
+    tools::mcp::prepare(ctx, agent).await;
     // Responses cut at the output limit without a call, one after another.
     let mut cut_in_a_row = 0;
     for _ in 0..ctx.config.max_turn_responses {

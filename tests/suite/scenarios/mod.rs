@@ -4,6 +4,7 @@
 mod control;
 mod determinism;
 mod mail;
+mod project_docs;
 mod settings;
 mod spawning;
 

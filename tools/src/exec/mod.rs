@@ -5,6 +5,7 @@ mod capture;
 mod contain;
 #[cfg(test)]
 mod contain_tests;
+mod contained;
 mod env;
 mod group;
 mod launcher;
@@ -16,6 +17,7 @@ pub use args::{
     DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_BYTES, ExecArgs,
     ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec, exec_tool_spec_with,
 };
+pub use contained::Contained;
 pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
 pub use group::LiveProcesses;
 pub use launcher::{Launcher, PlainLauncher, WithEnv};

@@ -332,21 +332,21 @@ fn check_workdir(workdir: &Path) -> Result<(), String> {
 
 /// What a command's supervisor reports: the command's pid, then its wait status and whether
 /// anything it started still runs.
-struct Report(tokio::net::unix::pipe::Receiver);
+pub(super) struct Report(tokio::net::unix::pipe::Receiver);
 
 impl Report {
-    fn new(fd: std::os::fd::OwnedFd) -> std::io::Result<Self> {
+    pub(super) fn new(fd: std::os::fd::OwnedFd) -> std::io::Result<Self> {
         tokio::net::unix::pipe::Receiver::from_owned_fd(fd).map(Self)
     }
 
-    async fn int(&mut self) -> std::io::Result<i32> {
+    pub(super) async fn int(&mut self) -> std::io::Result<i32> {
         let mut bytes = [0u8; 4];
         self.0.read_exact(&mut bytes).await?;
         Ok(i32::from_ne_bytes(bytes))
     }
 
     /// The command's wait status, and whether processes it started still run.
-    async fn ended(&mut self) -> std::io::Result<(i32, bool)> {
+    pub(super) async fn ended(&mut self) -> std::io::Result<(i32, bool)> {
         let status = self.int().await.map_err(|err| match err.kind() {
             std::io::ErrorKind::UnexpectedEof => {
                 std::io::Error::other("its supervisor ended without reporting")

@@ -1,11 +1,13 @@
 //! The command policy (behaviour §7, §8): prefix rules judge each plain command of an
 //! `exec_command` string, the strictest match wins; a string that is not plain is judged whole.
+//! `apply_patch` and MCP tool calls are judged as pseudo-commands (`mcp.rs`).
 //!
 //! Rules come from `$ARBOR_HOME/rules/*.toml`, then `<workspace>/.arbor/rules/*.toml`, each
 //! directory in sorted file-name order (see `docs/sandbox.md` for the format). The policy only
 //! judges; what a decision means under an approval policy is the runtime's business.
 
 mod gitcheck;
+mod mcp;
 mod readonly;
 mod resolve;
 mod rules;
@@ -134,6 +136,7 @@ impl Policy {
             !judge(std::slice::from_ref(rule), example)
                 .matches
                 .is_empty()
+                || mcp::matches_tool(rule, example.trim())
         })?;
         self.rules.extend(rules);
         Ok(())
