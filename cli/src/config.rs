@@ -20,6 +20,8 @@ pub struct RoleSettings {
     pub model: Option<String>,
     pub reasoning_effort: Option<String>,
     pub max_output_tokens: Option<u32>,
+    /// The context window of this role's agents, in tokens.
+    pub model_context_window: Option<u64>,
 }
 
 /// Settings of one model (`[models.<name>]`). Naming any model here makes the named ones the
@@ -28,10 +30,12 @@ pub struct RoleSettings {
 #[serde(deny_unknown_fields)]
 pub struct ModelSettings {
     pub max_output_tokens: Option<u32>,
+    /// This model's context window, in tokens.
+    pub context_window: Option<u64>,
 }
 
 /// One `config.toml`, every key optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub model: Option<String>,
@@ -54,6 +58,12 @@ pub struct FileConfig {
     pub trusted_workspace: Vec<TrustedWorkspace>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelSettings>,
+    /// The context window of every model, in tokens (over the known window of its name).
+    pub model_context_window: Option<u64>,
+    /// The share of the context window a request may fill before compaction (0.8).
+    pub compact_at: Option<f64>,
+    /// Delete sessions idle longer than this (`30d`) at the start of every `exec`.
+    pub retention: Option<String>,
 }
 
 /// One `[[trusted_workspace]]` of the home file.
@@ -137,7 +147,10 @@ impl FileConfig {
             api_key_env,
             request_timeout_secs,
             max_retries,
-            max_output_tokens
+            max_output_tokens,
+            model_context_window,
+            compact_at,
+            retention
         );
         self.headers.extend(other.headers);
         self.shell_environment = match (self.shell_environment, other.shell_environment) {
@@ -155,11 +168,17 @@ impl FileConfig {
             if settings.max_output_tokens.is_some() {
                 entry.max_output_tokens = settings.max_output_tokens;
             }
+            if settings.model_context_window.is_some() {
+                entry.model_context_window = settings.model_context_window;
+            }
         }
         for (model, settings) in other.models {
             let entry = self.models.entry(model).or_default();
             if settings.max_output_tokens.is_some() {
                 entry.max_output_tokens = settings.max_output_tokens;
+            }
+            if settings.context_window.is_some() {
+                entry.context_window = settings.context_window;
             }
         }
         self

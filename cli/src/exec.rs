@@ -314,6 +314,15 @@ pub fn run_config(
     check_model_settings(file)?;
     config.reasoning_effort = file.reasoning_effort.clone();
     config.max_output_tokens = file.max_output_tokens;
+    config.model_context_window = file.model_context_window;
+    if let Some(at) = file.compact_at {
+        if !(at > 0.0 && at <= 1.0) {
+            return Err(CliError::usage(format!(
+                "config: compact_at must be a share of the context window above 0 and at most 1 (such as 0.8), not {at}"
+            )));
+        }
+        config.compact_at = at;
+    }
     config.role_models = file
         .roles
         .iter()
@@ -324,6 +333,7 @@ pub fn run_config(
                     model: settings.model.clone(),
                     reasoning_effort: settings.reasoning_effort.clone(),
                     max_output_tokens: settings.max_output_tokens,
+                    model_context_window: settings.model_context_window,
                 },
             )
         })
@@ -336,6 +346,7 @@ pub fn run_config(
                 name.clone(),
                 arbor_orchestrator::config::ModelSettings {
                     max_output_tokens: settings.max_output_tokens,
+                    context_window: settings.context_window,
                 },
             )
         })

@@ -96,9 +96,7 @@ fn rows(view: &SessionView) -> Vec<Row<'_>> {
 
 fn total(rows: &[Row<'_>]) -> Usage {
     rows.iter().fold(Usage::default(), |mut sum, row| {
-        sum.input_tokens += row.row.usage.input_tokens;
-        sum.cached_input_tokens += row.row.usage.cached_input_tokens;
-        sum.output_tokens += row.row.usage.output_tokens;
+        sum.add(row.row.usage);
         sum
     })
 }

@@ -8,6 +8,7 @@
 
 mod agent;
 mod approval;
+mod compaction;
 pub mod config;
 mod ctx;
 mod durability;
@@ -31,6 +32,7 @@ mod turn;
 pub use crate::approval::{
     ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
 };
+pub use crate::compaction::{COMPACTION_PROMPT, SUMMARY_HEADER};
 pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 pub use crate::error::OrchestratorError;

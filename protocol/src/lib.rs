@@ -14,9 +14,9 @@ pub use ids::{MailId, ThreadId, ThreadIdError};
 pub use mail::{Mail, MailKind};
 pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, PathError, ROOT_NAME};
 pub use rollout::{
-    AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, MailConsumed,
-    ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta, TurnAborted,
-    TurnCompleted, TurnStarted, Usage, rollout_relative_path,
+    AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, Compacted, CompactionTrigger,
+    MailConsumed, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta,
+    TurnAborted, TurnCompleted, TurnStarted, Usage, rollout_relative_path,
 };
 pub use status::AgentStatus;
 pub use time::{Timestamp, TimestampError};
