@@ -5,6 +5,7 @@ mod approvals;
 mod architecture;
 mod architecture_modules;
 mod cli;
+mod compaction;
 mod config;
 mod durability;
 mod hardening;

@@ -106,6 +106,7 @@ fn usage() -> Option<Usage> {
         input_tokens,
         cached_input_tokens,
         output_tokens,
+        compaction_tokens: 0,
     })
 }
 
