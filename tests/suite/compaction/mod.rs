@@ -2,4 +2,5 @@
 //! model's context window (`docs/compaction.md`), on the scripted model, against the mock
 //! servers of both HTTP providers, for the guardian, and by hand (`arbor compact`).
 
+mod http;
 mod scripted;
