@@ -2,5 +2,6 @@
 //! model's context window (`docs/compaction.md`), on the scripted model, against the mock
 //! servers of both HTTP providers, for the guardian, and by hand (`arbor compact`).
 
+mod guardian;
 mod http;
 mod scripted;
