@@ -23,9 +23,47 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let workspace = workspace_of(&args.run)?;
     let file = crate::config::load(&home, &workspace)?;
     let model = build_model(&args.run, &file)?;
-    let config = run_config(home, &args.run, &file, terminal_attached(&args.prompt))?;
+    let config = run_config(
+        home.clone(),
+        &args.run,
+        &file,
+        terminal_attached(&args.prompt),
+    )?;
+    if let Some(retention) = &file.retention {
+        retain(home, retention).await?;
+    }
     let orch = Orchestrator::new(config, model).await?;
     run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
+}
+
+/// `retention` in config: the sessions idle longer than it go before the new one starts. A
+/// bad value stops `exec`; a failed deletion is reported and `exec` goes on.
+async fn retain(home: PathBuf, retention: &str) -> Result<(), CliError> {
+    let older_than = crate::gc::parse_duration(retention)
+        .map_err(|err| CliError::usage(format!("config: retention: {err}")))?;
+    if !home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
+        return Ok(());
+    }
+    let rules = crate::gc::Rules {
+        older_than: Some(older_than),
+        keep_last: None,
+    };
+    let done = tokio::task::spawn_blocking(move || {
+        let store = arbor_agent_graph::Store::open(&home)?;
+        crate::gc::run(&home, &store, rules, false)
+    })
+    .await
+    .map_err(|err| CliError::failed(err.to_string()))?;
+    match done {
+        Ok(outcome) if !outcome.deleted.is_empty() => eprintln!(
+            "retention: deleted {} sessions idle for over {retention}, freed {}",
+            outcome.deleted.len(),
+            crate::gc::human_bytes(outcome.freed)
+        ),
+        Ok(_) => {}
+        Err(err) => eprintln!("retention: {err}"),
+    }
+    Ok(())
 }
 
 /// Output mode the options ask for.

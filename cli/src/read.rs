@@ -210,6 +210,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
         let status = view.state.root().map_or(AgentStatus::NotFound, |row| {
             row.reported_status(view.driven)
         });
+        let size = crate::gc::look(home, &store, &root)?.bytes;
         list.push(json!({
             "id": root.id(),
             "created_at": root.created_at,
@@ -217,6 +218,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             "prompt": first_prompt(&home.join(&root.rollout_path)),
             "agents": view.state.threads.len(),
             "status": status,
+            "size_bytes": size,
         }));
     }
     let mut stdout = std::io::stdout().lock();
@@ -229,11 +231,12 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             serde_json::from_value(s["status"].clone()).unwrap_or(AgentStatus::NotFound);
         out(writeln!(
             stdout,
-            "{}  {}  {} agents  {}  {}",
+            "{}  {}  {} agents  {}  {}  {}",
             s["id"].as_str().unwrap_or(""),
             s["created_at"].as_str().unwrap_or(""),
             s["agents"],
             status.name(),
+            crate::gc::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
             arbor_protocol::text::truncate_middle(&prompt.replace('\n', " "), 80)
         ))?;
     }

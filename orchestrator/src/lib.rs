@@ -40,7 +40,7 @@ pub use crate::external::{
     ExternalAnswer, ExternalError, SentExternal, answer_external, close_external,
     interrupt_external, send_external,
 };
-pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
+pub use crate::facade::{AgentView, CompactReport, Orchestrator, SHUTDOWN_GRACE, session_runtime};
 pub use crate::lease::{Lease, LeaseError};
 pub use crate::open::{SessionView, find_root};
 pub use crate::resume::ResumeInfo;

@@ -2,7 +2,10 @@
 //! (its files, its lease, the session task), gives the root its prompt, reads the session's
 //! state through the session task, and shuts the session down.
 
+mod compact;
 mod files;
+
+pub use compact::CompactReport;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
