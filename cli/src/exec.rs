@@ -29,20 +29,26 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
         &file,
         terminal_attached(&args.prompt),
     )?;
-    if let Some(retention) = &file.retention {
-        retain(home, retention).await?;
-    }
+    let retained = match &file.retention {
+        Some(retention) => retain(home, retention).await?,
+        None => None,
+    };
     let orch = Orchestrator::new(config, model).await?;
-    run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
+    let code = run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await;
+    // Reported last: the first line on stderr names the session.
+    if let Some(note) = retained {
+        eprintln!("{note}");
+    }
+    code
 }
 
-/// `retention` in config: the sessions idle longer than it go before the new one starts. A
-/// bad value stops `exec`; a failed deletion is reported and `exec` goes on.
-async fn retain(home: PathBuf, retention: &str) -> Result<(), CliError> {
+/// `retention` in config: the sessions idle longer than it go before the new one starts; what
+/// to report. A bad value stops `exec`; a failed deletion is reported and `exec` goes on.
+async fn retain(home: PathBuf, retention: &str) -> Result<Option<String>, CliError> {
     let older_than = crate::gc::parse_duration(retention)
         .map_err(|err| CliError::usage(format!("config: retention: {err}")))?;
     if !home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
-        return Ok(());
+        return Ok(None);
     }
     let rules = crate::gc::Rules {
         older_than: Some(older_than),
@@ -54,16 +60,15 @@ async fn retain(home: PathBuf, retention: &str) -> Result<(), CliError> {
     })
     .await
     .map_err(|err| CliError::failed(err.to_string()))?;
-    match done {
-        Ok(outcome) if !outcome.deleted.is_empty() => eprintln!(
+    Ok(match done {
+        Ok(outcome) if !outcome.deleted.is_empty() => Some(format!(
             "retention: deleted {} sessions idle for over {retention}, freed {}",
             outcome.deleted.len(),
             crate::gc::human_bytes(outcome.freed)
-        ),
-        Ok(_) => {}
-        Err(err) => eprintln!("retention: {err}"),
-    }
-    Ok(())
+        )),
+        Ok(_) => None,
+        Err(err) => Some(format!("retention: {err}")),
+    })
 }
 
 /// Output mode the options ask for.
