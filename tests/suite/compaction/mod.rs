@@ -4,4 +4,5 @@
 
 mod guardian;
 mod http;
+mod manual;
 mod scripted;
