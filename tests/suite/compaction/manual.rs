@@ -40,7 +40,11 @@ async fn compact_by_hand_starts_the_next_turn_from_the_summary() {
 
     // A driven session is refused.
     let lease = Lease::acquire(&ws.home(), ThreadId::parse(&session).expect("id")).expect("lease");
-    let summary = write(&ws, "summary.json", &root_says("SUMMARY: renamed nothing yet"));
+    let summary = write(
+        &ws,
+        "summary.json",
+        &root_says("SUMMARY: renamed nothing yet"),
+    );
     let out = compact(&ws, &session, &summary, &[]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     drop(lease);
@@ -71,9 +75,8 @@ async fn compact_by_hand_starts_the_next_turn_from_the_summary() {
     assert_eq!(out.status.code(), Some(2));
 
     // The next turn starts from the summary and the recent input.
-    let model = Arc::new(
-        ScriptedModel::from_json(&root_says("again").to_string()).expect("script"),
-    );
+    let model =
+        Arc::new(ScriptedModel::from_json(&root_says("again").to_string()).expect("script"));
     let config = RunConfig::new(ws.home(), ws.project());
     let (orch, _) = Orchestrator::resume(config, model.clone(), &session)
         .await
