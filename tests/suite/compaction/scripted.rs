@@ -253,3 +253,34 @@ async fn a_compaction_that_fails_twice_errors_the_turn_and_one_failure_is_retrie
         }
     );
 }
+
+#[tokio::test]
+async fn fork_turns_after_a_compaction_copies_the_summary() {
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            {"items": [{"call": "list_agents", "args": {}}], "usage": {"input_tokens": 9500, "output_tokens": 10}},
+            [{"say": "SUMMARY: listed the agents"}],
+            [{"call": "spawn_agent", "args": {"task_name": "w", "message": "carry on", "fork_turns": "all"}}],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+            [{"say": "done"}]
+        ]},
+        {"match": "/root/w", "responses": [[{"say": "w carried on"}]]}
+    ]});
+    let mut s = Session::new(script, |c| c.model_context_window = Some(10_000)).await;
+    s.run("list, then delegate").await;
+    assert_eq!(
+        s.orch.root_status().await,
+        AgentStatus::Completed(Some("done".into()))
+    );
+    let child = s.model.requests_for(&Session::path("/root/w"));
+    assert_eq!(child.len(), 1);
+    // The forked turns: the summary and the recent input (user messages), then the task.
+    assert_eq!(
+        texts(&child[0].input),
+        [
+            format!("{SUMMARY_HEADER}SUMMARY: listed the agents"),
+            "list, then delegate".to_string(),
+            "carry on".to_string()
+        ]
+    );
+}
