@@ -56,9 +56,13 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
             E::Roles(_) | E::Policy(_) => 2,
             E::Store(store) if store.is_lookup() => 2,
             E::Refused(_) => 2,
-            E::Store(_) | E::Lease(_) | E::Start(_) | E::Log(_) | E::Projection(_) | E::Stopped => {
-                1
-            }
+            E::Store(_)
+            | E::Lease(_)
+            | E::Start(_)
+            | E::Log(_)
+            | E::Projection(_)
+            | E::Files(_)
+            | E::Stopped => 1,
         };
         Self {
             code,

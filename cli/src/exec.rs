@@ -50,13 +50,13 @@ async fn retain(home: PathBuf, retention: &str) -> Result<Option<String>, CliErr
     if !home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
         return Ok(None);
     }
-    let rules = crate::gc::Rules {
+    let rules = arbor_orchestrator::retention::Rules {
         older_than: Some(older_than),
         keep_last: None,
     };
     let done = tokio::task::spawn_blocking(move || {
         let store = arbor_agent_graph::Store::open(&home)?;
-        crate::gc::run(&home, &store, rules, false)
+        arbor_orchestrator::retention::collect(&home, &store, rules, false)
     })
     .await
     .map_err(|err| CliError::failed(err.to_string()))?;

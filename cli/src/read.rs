@@ -210,7 +210,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
         let status = view.state.root().map_or(AgentStatus::NotFound, |row| {
             row.reported_status(view.driven)
         });
-        let size = crate::gc::look(home, &store, &root)?.bytes;
+        let size = arbor_orchestrator::retention::look(home, &store, &root)?.bytes;
         list.push(json!({
             "id": root.id(),
             "created_at": root.created_at,

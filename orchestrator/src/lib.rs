@@ -24,6 +24,7 @@ pub mod open;
 mod projection;
 mod registry;
 mod resume;
+pub mod retention;
 mod sampling;
 mod session;
 mod tools;
