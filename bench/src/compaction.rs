@@ -22,7 +22,12 @@ fn err(e: impl std::fmt::Display) -> String {
 
 fn message(i: usize) -> RolloutItem {
     RolloutItem::ResponseItem(ResponseItem::Message {
-        role: if i % 2 == 0 { "user" } else { "assistant" }.into(),
+        role: if i.is_multiple_of(2) {
+            "user"
+        } else {
+            "assistant"
+        }
+        .into(),
         content: format!("message {i}: {}", "lorem ipsum dolor sit amet ".repeat(8)),
     })
 }
@@ -69,7 +74,10 @@ pub fn revive_window() -> Result<(), String> {
         let replay = Replay::from_read(&read);
         samples.push(started.elapsed().as_secs_f64() * 1000.0);
         if replay.history.len() != WINDOW {
-            return Err(format!("replayed {} of {WINDOW} items", replay.history.len()));
+            return Err(format!(
+                "replayed {} of {WINDOW} items",
+                replay.history.len()
+            ));
         }
     }
     let mut whole = Vec::new();

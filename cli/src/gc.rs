@@ -129,16 +129,24 @@ mod tests {
         assert_eq!(parse_duration("90m"), Ok(Duration::from_secs(90 * 60)));
         assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(14 * 86_400)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        assert!(parse_duration("30").unwrap_err().contains("no unit"));
-        assert!(parse_duration("d").unwrap_err().contains("whole number"));
+        assert!(
+            parse_duration("30")
+                .expect_err("an error")
+                .contains("no unit")
+        );
+        assert!(
+            parse_duration("d")
+                .expect_err("an error")
+                .contains("whole number")
+        );
         assert!(
             parse_duration("3y")
-                .unwrap_err()
+                .expect_err("an error")
                 .contains("unknown unit `y`")
         );
         assert!(
             parse_duration("1.5d")
-                .unwrap_err()
+                .expect_err("an error")
                 .contains("unknown unit `.5d`")
         );
     }

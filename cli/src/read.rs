@@ -142,9 +142,14 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
         ))?;
     }
     let sum = total(&rows);
+    let compaction = if sum.compaction_tokens > 0 {
+        format!(", {} of them for compaction", sum.compaction_tokens)
+    } else {
+        String::new()
+    };
     out(writeln!(
         stdout,
-        "tree: {} input ({} cached) and {} output tokens",
+        "tree: {} input ({} cached) and {} output tokens{compaction}",
         sum.input_tokens, sum.cached_input_tokens, sum.output_tokens
     ))
 }

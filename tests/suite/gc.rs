@@ -155,7 +155,7 @@ fn gc_deletes_only_stopped_sessions_past_the_cut_and_every_read_forgets_them() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let done: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(done["deleted"][0]["id"], driven.as_str(), "{done}");
-    assert_eq!(listed(&ws), [new.clone()]);
+    assert_eq!(listed(&ws), std::slice::from_ref(&new));
     doctor_is_clean(&ws);
 
     // Saying nothing about what to delete, or a bad duration, is a usage error.

@@ -384,6 +384,7 @@ async fn usage_is_estimated_from_characters() {
             input_tokens: 5,
             cached_input_tokens: 0,
             output_tokens: 4,
+            compaction_tokens: 0,
         })
     );
 }
