@@ -13,7 +13,8 @@ use std::sync::Arc;
 use arbor_model::window::{estimate_tokens, item_bytes, tool_bytes};
 use arbor_model::{AgentIdentity, ModelEvent, ModelRequest, ModelResponse};
 use arbor_protocol::{
-    AgentStatus, Compacted, CompactionTrigger, Event, ResponseItem, RolloutItem, ToolSpec, Usage,
+    AgentPath, AgentStatus, Compacted, CompactionTrigger, Event, ResponseItem, RolloutItem,
+    ToolSpec, Usage,
 };
 use tokio::sync::mpsc;
 
@@ -60,6 +61,16 @@ pub fn due(ctx: &Ctx, agent: &Agent, tools: &[ToolSpec]) -> bool {
     ctx.config
         .compaction_threshold(&meta.role, &meta.model)
         .is_some_and(|threshold| request_tokens(agent, tools) > threshold)
+}
+
+/// What a compaction by hand did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactReport {
+    pub path: AgentPath,
+    /// The estimated size of the history replaced, and of the new window, in tokens.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub summary: String,
 }
 
 /// What a compaction starts from: the history and what the new line carries of the old.

@@ -33,7 +33,7 @@ mod turn;
 pub use crate::approval::{
     ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
 };
-pub use crate::compaction::{COMPACTION_PROMPT, SUMMARY_HEADER};
+pub use crate::compaction::{COMPACTION_PROMPT, CompactReport, SUMMARY_HEADER};
 pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 pub use crate::error::OrchestratorError;
@@ -41,7 +41,7 @@ pub use crate::external::{
     ExternalAnswer, ExternalError, SentExternal, answer_external, close_external,
     interrupt_external, send_external,
 };
-pub use crate::facade::{AgentView, CompactReport, Orchestrator, SHUTDOWN_GRACE, session_runtime};
+pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
 pub use crate::lease::{Lease, LeaseError};
 pub use crate::open::{SessionView, find_root};
 pub use crate::resume::ResumeInfo;

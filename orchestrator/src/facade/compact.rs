@@ -12,18 +12,8 @@ use arbor_rollout::{Replay, read_last_window};
 
 use super::Orchestrator;
 use crate::agent::Agent;
-use crate::compaction::{self, Source};
+use crate::compaction::{self, CompactReport, Source};
 use crate::error::OrchestratorError;
-
-/// What a compaction by hand did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompactReport {
-    pub path: AgentPath,
-    /// The estimated size of the history replaced, and of the new window, in tokens.
-    pub tokens_before: u64,
-    pub tokens_after: u64,
-    pub summary: String,
-}
 
 impl Orchestrator {
     /// Compacts the history of `target` (a path or a thread id) into a new window now.

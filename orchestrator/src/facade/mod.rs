@@ -5,8 +5,6 @@
 mod compact;
 mod files;
 
-pub use compact::CompactReport;
-
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
