@@ -179,9 +179,7 @@ async fn an_agent_past_the_threshold_compacts_and_its_revived_and_resumed_reques
     let mut config = RunConfig::new(home.path().to_path_buf(), cwd.path().to_path_buf());
     small_window(&mut config);
     config.root_driven = false;
-    let (orch, _) = Orchestrator::resume(config, model.clone(), &session)
-        .await
-        .expect("resume");
+    let orch = resume_when_free(config, model.clone(), &session).await;
     orch.send_from_user("/root/w", MailKind::Followup, "step four")
         .await
         .expect("followup");
@@ -198,6 +196,26 @@ async fn an_agent_past_the_threshold_compacts_and_its_revived_and_resumed_reques
         ["w did step three", "step four"]
     );
     orch.shutdown("done").await;
+}
+
+/// Resumes `session` once its lease is free. The lease of the day-one orchestrator is dropped
+/// with it, but a command another test of this binary forks at that moment holds a copy of
+/// every descriptor until it execs: a bounded poll rides that out.
+async fn resume_when_free(
+    config: RunConfig,
+    model: Arc<ScriptedModel>,
+    session: &str,
+) -> Orchestrator {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match Orchestrator::resume(config.clone(), model.clone(), session).await {
+            Ok((orch, _)) => return orch,
+            Err(arbor_orchestrator::OrchestratorError::Lease(
+                arbor_orchestrator::LeaseError::Held { .. },
+            )) if std::time::Instant::now() < deadline => tokio::task::yield_now().await,
+            Err(err) => panic!("resume: {err}"),
+        }
+    }
 }
 
 #[tokio::test]
