@@ -62,6 +62,52 @@ fn age(home: &Path, session: &str, age: Duration) {
         .expect("set mtime");
 }
 
+/// A process driving `session`: `arbor followup` of its root's one agent with a model that
+/// takes ten minutes to answer. Returned once it holds the session's lease.
+pub(crate) struct Driver(std::process::Child);
+
+impl Driver {
+    pub(crate) fn start(ws: &Workspace, session: &str) -> Self {
+        let script = ws.dir.path().join(format!("slow-{session}.json"));
+        let slow = json!({"agents": [{"match": "/root", "repeat": true,
+            "responses": [{"delay_ms": 600_000, "items": [{"say": "late"}]}]}]});
+        std::fs::write(&script, slow.to_string()).expect("script");
+        // The root's new turn waits on the slow model, and the process drives the session.
+        let child = ws
+            .arbor()
+            .args(["resume", session, "--script"])
+            .arg(&script)
+            .args(["--cwd"])
+            .arg(ws.project())
+            .arg("take your time")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("arbor runs");
+        let id = ThreadId::parse(session).expect("id");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while Lease::holder(&ws.home(), id) != Some(child.id()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the driver never took the lease"
+            );
+            std::thread::yield_now();
+        }
+        Self(child)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Kills the driver and waits until it is gone (its lease with it).
+    pub(crate) fn stop(mut self) {
+        self.0.kill().expect("kill");
+        self.0.wait().expect("wait");
+    }
+}
+
 fn listed(ws: &Workspace) -> Vec<String> {
     let out = ws.run(&["sessions", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -87,15 +133,15 @@ fn doctor_is_clean(ws: &Workspace) {
 fn gc_deletes_only_stopped_sessions_past_the_cut_and_every_read_forgets_them() {
     let ws = Workspace::new();
     let script = script(&ws);
-    let (old, driven, new) = (
+    let (old, recent, driven) = (
         new_session(&ws, &script),
         new_session(&ws, &script),
         new_session(&ws, &script),
     );
     age(&ws.home(), &old, 40 * DAY);
-    age(&ws.home(), &driven, 40 * DAY);
-    // Another process drives `driven` (this one holds its lease).
-    let lease = Lease::acquire(&ws.home(), ThreadId::parse(&driven).expect("id")).expect("lease");
+    age(&ws.home(), &recent, DAY);
+    // Another process drives `driven`.
+    let driver = Driver::start(&ws, &driven);
 
     // Sizes on disk are listed.
     let out = ws.run(&["sessions", "--json"]);
@@ -108,35 +154,32 @@ fn gc_deletes_only_stopped_sessions_past_the_cut_and_every_read_forgets_them() {
         .map(|f| std::fs::metadata(f).expect("stat").len())
         .sum();
 
-    // A dry run lists and deletes nothing.
-    let out = ws.run(&["gc", "--older-than", "30d", "--dry-run", "--json"]);
+    // A dry run lists and deletes nothing; the driven session is named as kept.
+    let out = ws.run(&["gc", "--older-than", "0s", "--dry-run", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let dry: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(dry["dry_run"], true);
-    assert_eq!(
-        dry["deleted"].as_array().expect("deleted").len(),
-        1,
-        "{dry}"
-    );
-    assert_eq!(dry["deleted"][0]["id"], old.as_str());
-    assert_eq!(dry["deleted"][0]["size_bytes"], old_size);
+    let ids: Vec<&str> = dry["deleted"]
+        .as_array()
+        .expect("deleted")
+        .iter()
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, [recent.as_str(), old.as_str()], "{dry}");
+    assert_eq!(dry["deleted"][1]["size_bytes"], old_size);
     assert_eq!(dry["driven"][0]["id"], driven.as_str());
-    assert_eq!(dry["freed_bytes"], old_size);
+    assert_eq!(dry["driven"][0]["pid"], driver.pid());
     assert_eq!(listed(&ws).len(), 3);
     assert!(old_files.iter().all(|f| f.exists()));
 
-    // The real run deletes the old stopped session only.
+    // Past a 30-day cut: the old session only.
     let out = ws.run(&["gc", "--older-than", "30d"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    let stdout = text(&out.stdout);
     assert!(stdout.contains(&format!("deleted {old}")), "{stdout}");
-    assert!(
-        stderr.contains(&format!("kept {driven}: a process drives it")),
-        "{stderr}"
-    );
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
     assert!(old_files.iter().all(|f| !f.exists()), "{old_files:?}");
-    assert!(!files_of(&ws.home(), &driven).is_empty());
-    assert_eq!(listed(&ws), [new.clone(), driven.clone()]);
+    assert_eq!(listed(&ws), [driven.clone(), recent.clone()]);
     for command in ["tree", "agents", "log", "approvals"] {
         let out = ws.run(&[command, &old]);
         assert_eq!(
@@ -146,16 +189,28 @@ fn gc_deletes_only_stopped_sessions_past_the_cut_and_every_read_forgets_them() {
             text(&out.stderr)
         );
     }
-    drop(lease);
+
+    // Past any cut: the driven session is refused and kept whole.
+    let driven_files = files_of(&ws.home(), &driven);
+    let out = ws.run(&["gc", "--older-than", "0s"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("kept {driven}: a process drives it")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(driven_files.iter().all(|f| f.exists()));
+    assert_eq!(listed(&ws), std::slice::from_ref(&driven));
+    driver.stop();
     doctor_is_clean(&ws);
 
     // --keep-last keeps the newest whatever their age.
-    age(&ws.home(), &new, 40 * DAY);
+    let newest = new_session(&ws, &script);
     let out = ws.run(&["gc", "--keep-last", "1", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let done: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(done["deleted"][0]["id"], driven.as_str(), "{done}");
-    assert_eq!(listed(&ws), std::slice::from_ref(&new));
+    assert_eq!(listed(&ws), std::slice::from_ref(&newest));
     doctor_is_clean(&ws);
 
     // Saying nothing about what to delete, or a bad duration, is a usage error.
@@ -173,7 +228,7 @@ fn gc_deletes_only_stopped_sessions_past_the_cut_and_every_read_forgets_them() {
         "{}",
         text(&out.stderr)
     );
-    assert_eq!(listed(&ws), [new]);
+    assert_eq!(listed(&ws), [newest]);
 }
 
 #[test]

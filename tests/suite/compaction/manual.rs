@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arbor_model::ScriptedModel;
-use arbor_orchestrator::{Lease, Orchestrator, RunConfig, SUMMARY_HEADER};
-use arbor_protocol::{ResponseItem, ThreadId};
+use arbor_orchestrator::{Orchestrator, RunConfig, SUMMARY_HEADER};
+use arbor_protocol::ResponseItem;
 use arbor_tests::texts;
 use serde_json::{Value, json};
 
@@ -38,16 +38,11 @@ async fn compact_by_hand_starts_the_next_turn_from_the_summary() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let session = session_of(&text(&out.stderr));
 
-    // A driven session is refused.
-    let lease = Lease::acquire(&ws.home(), ThreadId::parse(&session).expect("id")).expect("lease");
     let summary = write(
         &ws,
         "summary.json",
         &root_says("SUMMARY: renamed nothing yet"),
     );
-    let out = compact(&ws, &session, &summary, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    drop(lease);
 
     // A model that answers with a call writes no summary: the run fails, nothing changes.
     let calls = write(
@@ -97,4 +92,16 @@ async fn compact_by_hand_starts_the_next_turn_from_the_summary() {
         ["Rename fetch_data to load_records", "continue"]
     );
     orch.shutdown("done").await;
+    drop(orch);
+
+    // A driven session is refused.
+    let driver = crate::gc::Driver::start(&ws, &session);
+    let out = compact(&ws, &session, &summary, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("driven by another process"),
+        "{}",
+        text(&out.stderr)
+    );
+    driver.stop();
 }
