@@ -29,6 +29,7 @@ mod error;
 mod mail;
 mod overrides;
 mod persist;
+mod retention;
 mod schema;
 pub mod state;
 mod store;

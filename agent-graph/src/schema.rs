@@ -179,6 +179,10 @@ ALTER TABLE approvals ADD COLUMN answer INTEGER CHECK (answer IS NULL OR answer 
 CREATE INDEX mail_unconsumed_by_session ON mail (session_id, seq) WHERE consumed_at IS NULL;
 "#,
     crate::worktrees::MIGRATION,
+    r#"
+-- Of each agent's tokens, those its compaction requests used.
+ALTER TABLE threads ADD COLUMN tokens_compaction INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// Opens the read-write connection, checks the file is an arbor store (or new), migrates it to

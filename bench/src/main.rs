@@ -1,9 +1,10 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|ui|worktree|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
+mod compaction;
 mod durability;
 mod fanout;
 mod http_overhead;
@@ -35,6 +36,8 @@ fn main() -> ExitCode {
         "stream" => stream::run(),
         "http" => http_overhead::run(200),
         "revive" => residency::revive_latency(),
+        "revive-window" => compaction::revive_window(),
+        "gc" => compaction::gc(numbers.first().copied().unwrap_or(1_000)),
         "resume" => residency::resume_workload(),
         "resume-child" => residency::resume_child(&args[1..]),
         "churn" => residency::churn(),
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
             .and_then(|()| stream::run())
             .and_then(|()| http_overhead::run(200))
             .and_then(|()| residency::revive_latency())
+            .and_then(|()| compaction::revive_window())
             .and_then(|()| residency::resume_workload())
             .and_then(|()| residency::churn())
             .and_then(|()| residency::ping_pong(10_000))
@@ -59,10 +63,11 @@ fn main() -> ExitCode {
             .and_then(|()| mcp::run())
             .and_then(|()| ui::run())
             .and_then(|()| worktree::run())
-            .and_then(|()| durability::run_all()),
+            .and_then(|()| durability::run_all())
+            .and_then(|()| compaction::gc(1_000)),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, resume, churn, pingpong, approvals, reconcile, mcp, durability, ui, worktree or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree or all"
             );
             return ExitCode::from(2);
         }

@@ -60,6 +60,12 @@ pub enum Command {
     /// Merge a worktree agent's changes into the checkout it forked from (or --into DIR);
     /// with a conflict nothing is written and the conflicts are listed (exit 1).
     Merge(MergeArgs),
+    /// Compact TARGET's history into a new window now: its model summarizes the work so far
+    /// and its next request starts from the summary. The session must not be driven.
+    Compact(CompactArgs),
+    /// Delete sessions no process drives (their logs, rollouts, leases and store rows) and
+    /// print what was freed.
+    Gc(GcArgs),
     /// Trust a workspace (default: the current directory): its .arbor/config.toml may then
     /// choose the provider, base_url, api_key_env, headers and shell_environment, and its
     /// .arbor/rules may allow commands.
@@ -239,6 +245,31 @@ pub struct FollowupArgs {
     pub message: String,
     #[command(flatten)]
     pub run: RunOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    pub session: String,
+    /// Agent path or thread id.
+    pub target: String,
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Delete sessions idle for longer than this: `30d`, `12h`, `90m`, `2w`, `45s`.
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+    /// Keep the N newest sessions whatever their age.
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+    /// List what would be deleted, delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,8 @@ pub struct RoleSettings {
     pub model: Option<String>,
     pub reasoning_effort: Option<String>,
     pub max_output_tokens: Option<u32>,
+    /// The context window of this role's agents, in tokens.
+    pub model_context_window: Option<u64>,
 }
 
 /// Settings of one model (`[models.<name>]`). Naming any model here makes the named ones the
@@ -29,10 +31,12 @@ pub struct RoleSettings {
 #[serde(deny_unknown_fields)]
 pub struct ModelSettings {
     pub max_output_tokens: Option<u32>,
+    /// This model's context window, in tokens.
+    pub context_window: Option<u64>,
 }
 
 /// One `config.toml`, every key optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub model: Option<String>,
@@ -64,6 +68,12 @@ pub struct FileConfig {
     /// replace servers only once the workspace is trusted.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, arbor_mcp::RawServer>,
+    /// The context window of every model, in tokens (over the known window of its name).
+    pub model_context_window: Option<u64>,
+    /// The share of the context window a request may fill before compaction (0.8).
+    pub compact_at: Option<f64>,
+    /// Delete sessions idle longer than this (`30d`) at the start of every `exec`.
+    pub retention: Option<String>,
 }
 
 /// One `[[trusted_workspace]]` of the home file.
@@ -149,7 +159,10 @@ impl FileConfig {
             max_retries,
             max_output_tokens,
             worker_isolation,
-            auto_merge
+            auto_merge,
+            model_context_window,
+            compact_at,
+            retention
         );
         self.headers.extend(other.headers);
         self.shell_environment = match (self.shell_environment, other.shell_environment) {
@@ -167,6 +180,9 @@ impl FileConfig {
             if settings.max_output_tokens.is_some() {
                 entry.max_output_tokens = settings.max_output_tokens;
             }
+            if settings.model_context_window.is_some() {
+                entry.model_context_window = settings.model_context_window;
+            }
         }
         // A server is one whole table: the workspace's replaces the home's of the same name.
         self.mcp_servers.extend(other.mcp_servers);
@@ -174,6 +190,9 @@ impl FileConfig {
             let entry = self.models.entry(model).or_default();
             if settings.max_output_tokens.is_some() {
                 entry.max_output_tokens = settings.max_output_tokens;
+            }
+            if settings.context_window.is_some() {
+                entry.context_window = settings.context_window;
             }
         }
         self

@@ -61,6 +61,7 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
             | E::Start(_)
             | E::Log(_)
             | E::Projection(_)
+            | E::Files(_)
             | E::Stopped => 1,
         };
         Self {

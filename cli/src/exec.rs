@@ -23,9 +23,23 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let workspace = workspace_of(&args.run)?;
     let file = crate::config::load(&home, &workspace)?;
     let model = build_model(&args.run, &file)?;
-    let config = run_config(home, &args.run, &file, terminal_attached(&args.prompt))?;
+    let config = run_config(
+        home.clone(),
+        &args.run,
+        &file,
+        terminal_attached(&args.prompt),
+    )?;
+    let retained = match &file.retention {
+        Some(retention) => crate::gc::retain(home, retention).await?,
+        None => None,
+    };
     let orch = Orchestrator::new(config, model).await?;
-    run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await
+    let code = run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await;
+    // Reported last: the first line on stderr names the session.
+    if let Some(note) = retained {
+        eprintln!("{note}");
+    }
+    code
 }
 
 /// Output mode the options ask for.
@@ -314,6 +328,15 @@ pub fn run_config(
     check_model_settings(file)?;
     config.reasoning_effort = file.reasoning_effort.clone();
     config.max_output_tokens = file.max_output_tokens;
+    config.model_context_window = file.model_context_window;
+    if let Some(at) = file.compact_at {
+        if !(at > 0.0 && at <= 1.0) {
+            return Err(CliError::usage(format!(
+                "config: compact_at must be a share of the context window above 0 and at most 1 (such as 0.8), not {at}"
+            )));
+        }
+        config.compact_at = at;
+    }
     config.role_models = file
         .roles
         .iter()
@@ -324,6 +347,7 @@ pub fn run_config(
                     model: settings.model.clone(),
                     reasoning_effort: settings.reasoning_effort.clone(),
                     max_output_tokens: settings.max_output_tokens,
+                    model_context_window: settings.model_context_window,
                 },
             )
         })
@@ -336,6 +360,7 @@ pub fn run_config(
                 name.clone(),
                 arbor_orchestrator::config::ModelSettings {
                     max_output_tokens: settings.max_output_tokens,
+                    context_window: settings.context_window,
                 },
             )
         })

@@ -63,9 +63,22 @@ pub fn describe(item: &RolloutItem) -> String {
             }
             text
         }
+        RolloutItem::Usage(u) if u.compaction_tokens > 0 => format!(
+            "usage (compaction): {} in ({} cached), {} out",
+            u.input_tokens, u.cached_input_tokens, u.output_tokens
+        ),
         RolloutItem::Usage(u) => format!(
             "usage: {} in ({} cached), {} out",
             u.input_tokens, u.cached_input_tokens, u.output_tokens
+        ),
+        RolloutItem::Compacted(c) => format!(
+            "compacted ({}, about {} tokens): a new window starts with the summary: {}",
+            match c.trigger {
+                arbor_protocol::CompactionTrigger::Auto => "automatic",
+                arbor_protocol::CompactionTrigger::Manual => "arbor compact",
+            },
+            c.tokens_before,
+            short(&c.summary)
         ),
         RolloutItem::Status(s) => format!("status: {}", s.status),
         RolloutItem::UserMail(m) => format!(

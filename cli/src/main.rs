@@ -3,10 +3,12 @@
 
 mod approvals;
 mod args;
+mod compact;
 mod config;
 mod doctor;
 mod error;
 mod exec;
+mod gc;
 mod logtext;
 mod mcp;
 mod output;
@@ -109,6 +111,8 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Resume(args) => runtime()?.block_on(session::resume(home, args)),
         Command::Followup(args) => runtime()?.block_on(session::followup(home, args)),
         Command::Send(args) => session::send(&home, &args),
+        Command::Compact(args) => runtime()?.block_on(compact::compact(home, args)),
+        Command::Gc(args) => gc::gc(&home, &args),
         Command::Interrupt(args) => session::interrupt(&home, &args),
         Command::Close(args) => session::close(&home, &args),
         Command::Doctor(args) if args.rebuild => doctor::rebuild(&home),

@@ -192,6 +192,12 @@ fn human(event: &Event) -> Option<String> {
             retry_in_ms,
         } => format!("{path}: retrying in {retry_in_ms} ms: {reason}"),
         Event::TurnAborted { path, reason } => format!("{path}: turn aborted: {reason}"),
+        Event::AgentCompacted {
+            path,
+            tokens_before,
+            tokens_after,
+            ..
+        } => format!("compacted {path}: about {tokens_before} tokens → {tokens_after}"),
         Event::BudgetExhausted { limit, used } => {
             format!("token budget of {limit} reached ({used} used): no new turn starts")
         }

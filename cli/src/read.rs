@@ -111,9 +111,7 @@ fn rows<'a>(home: &Path, view: &'a SessionView) -> Vec<Row<'a>> {
 
 fn total(rows: &[Row<'_>]) -> Usage {
     rows.iter().fold(Usage::default(), |mut sum, row| {
-        sum.input_tokens += row.row.usage.input_tokens;
-        sum.cached_input_tokens += row.row.usage.cached_input_tokens;
-        sum.output_tokens += row.row.usage.output_tokens;
+        sum.add(row.row.usage);
         sum
     })
 }
@@ -166,9 +164,14 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
         }
     }
     let sum = total(&rows);
+    let compaction = if sum.compaction_tokens > 0 {
+        format!(", {} of them for compaction", sum.compaction_tokens)
+    } else {
+        String::new()
+    };
     out(writeln!(
         stdout,
-        "tree: {} input ({} cached) and {} output tokens",
+        "tree: {} input ({} cached) and {} output tokens{compaction}",
         sum.input_tokens, sum.cached_input_tokens, sum.output_tokens
     ))
 }
@@ -239,6 +242,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
         let status = view.state.root().map_or(AgentStatus::NotFound, |row| {
             row.reported_status(view.driven)
         });
+        let size = arbor_orchestrator::retention::look(home, &store, &root)?.bytes;
         list.push(json!({
             "id": root.id(),
             "created_at": root.created_at,
@@ -246,6 +250,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             "prompt": first_prompt(&home.join(&root.rollout_path)),
             "agents": view.state.threads.len(),
             "status": status,
+            "size_bytes": size,
         }));
     }
     let mut stdout = std::io::stdout().lock();
@@ -258,11 +263,12 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             serde_json::from_value(s["status"].clone()).unwrap_or(AgentStatus::NotFound);
         out(writeln!(
             stdout,
-            "{}  {}  {} agents  {}  {}",
+            "{}  {}  {} agents  {}  {}  {}",
             s["id"].as_str().unwrap_or(""),
             s["created_at"].as_str().unwrap_or(""),
             s["agents"],
             status.name(),
+            crate::gc::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
             arbor_protocol::text::truncate_middle(&prompt.replace('\n', " "), 80)
         ))?;
     }

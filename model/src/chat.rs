@@ -386,6 +386,7 @@ impl Decoder for ChatDecoder {
                     .and_then(|details| details.cached_tokens)
                     .unwrap_or(0),
                 output_tokens: usage.completion_tokens,
+                compaction_tokens: 0,
             });
         }
         for choice in chunk.choices.into_iter().filter(|choice| choice.index == 0) {

@@ -11,6 +11,7 @@ pub mod retry;
 pub mod scripted;
 pub mod sse;
 pub mod stream;
+pub mod window;
 
 pub use client::{
     AgentIdentity, BoxFuture, Finish, ModelClient, ModelEvent, ModelEvents, ModelRequest,

@@ -214,6 +214,7 @@ fn usage(value: &Value) -> Usage {
         input_tokens: number("/input_tokens"),
         cached_input_tokens: number("/input_tokens_details/cached_tokens"),
         output_tokens: number("/output_tokens"),
+        compaction_tokens: 0,
     }
 }
 

@@ -171,11 +171,13 @@ impl ScriptedModel {
             })
             .collect::<Vec<_>>();
         let input = request.instructions.len() + counted.bytes + tool_bytes;
-        let usage = Usage {
+        // The script's figures when it gives them, else the estimate.
+        let usage = response.usage.unwrap_or(Usage {
             input_tokens: tokens(input),
             cached_input_tokens: 0,
             output_tokens: tokens(tally::item_bytes(&items)),
-        };
+            compaction_tokens: 0,
+        });
         Ok(Answer {
             delay_ms: response.delay_ms,
             items,

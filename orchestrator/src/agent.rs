@@ -100,6 +100,11 @@ pub struct Runtime {
     pub turn_no: u64,
     /// The model's error when the last turn ended on one (the guardian's reviews classify it).
     pub last_model_error: Option<arbor_model::ModelError>,
+    /// The last response's reported size (input and output tokens) and the history's length
+    /// right after it: what the next request's size is measured from (`compaction.rs`).
+    pub measure: Option<(u64, usize)>,
+    /// The agent's tokens so far, in this window and every one before it.
+    pub usage: arbor_protocol::Usage,
 }
 
 /// A turn the session granted: stopped through its token, with the reason the session gives.

@@ -35,6 +35,8 @@ pub struct RoleModel {
     pub reasoning_effort: Option<String>,
     /// The output limit of this role's agents, over the model's and the global one.
     pub max_output_tokens: Option<u32>,
+    /// The context window of this role's agents, in tokens, over every other.
+    pub model_context_window: Option<u64>,
 }
 
 /// Settings of one configured model (`[models.<name>]`).
@@ -42,7 +44,12 @@ pub struct RoleModel {
 pub struct ModelSettings {
     /// The output limit of agents on this model, over the global one.
     pub max_output_tokens: Option<u32>,
+    /// This model's context window, in tokens, over the global one.
+    pub context_window: Option<u64>,
 }
+
+/// Default share of the context window a request may fill before the history is compacted.
+pub const DEFAULT_COMPACT_AT: f64 = 0.8;
 
 /// How one process runs a session.
 #[derive(Debug, Clone)]
@@ -103,6 +110,12 @@ pub struct RunConfig {
     /// Join the `AGENTS.md` files from the repository root down to each agent's cwd into its
     /// instructions (`--no-project-docs` turns it off).
     pub project_docs: bool,
+    /// The context window of every model, in tokens, unless a role or model says otherwise
+    /// (`model_context_window`); without any, a known model name's window.
+    pub model_context_window: Option<u64>,
+    /// The share of the context window (0 < x <= 1) a request may fill: one that would pass
+    /// it compacts the history first.
+    pub compact_at: f64,
 }
 
 impl RunConfig {
@@ -138,7 +151,35 @@ impl RunConfig {
             auto_merge: false,
             mcp_servers: Vec::new(),
             project_docs: true,
+            model_context_window: None,
+            compact_at: DEFAULT_COMPACT_AT,
         }
+    }
+
+    /// The context window of an agent of `role` on `model`: the role's, else the model's
+    /// (`[models.<model>]`), else the global `model_context_window`, else the known window of
+    /// the model's name; `None` when nothing says (no automatic compaction).
+    pub fn context_window(&self, role: &str, model: &str) -> Option<u64> {
+        self.role_models
+            .get(role)
+            .and_then(|settings| settings.model_context_window)
+            .or_else(|| self.models.get(model).and_then(|m| m.context_window))
+            .or(self.model_context_window)
+            .or_else(|| arbor_model::window::known_context_window(model))
+    }
+
+    /// How many tokens a request of an agent of `role` on `model` may have before its history
+    /// is compacted; `None` when its window is unknown.
+    pub fn compaction_threshold(&self, role: &str, model: &str) -> Option<u64> {
+        let window = self.context_window(role, model)?;
+        // Truncation is intended: the threshold is a whole number of tokens.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let at = (window as f64 * self.compact_at.clamp(0.01, 1.0)) as u64;
+        Some(at.max(1))
     }
 
     /// The output limit of an agent of `role` on `model`: the role's (`[roles.<role>]`), else
@@ -196,6 +237,7 @@ mod tests {
             "m".into(),
             ModelSettings {
                 max_output_tokens: Some(2000),
+                ..ModelSettings::default()
             },
         );
         assert_eq!(config.output_limit("worker", "m"), Some(2000));
@@ -209,5 +251,32 @@ mod tests {
         );
         assert_eq!(config.output_limit("worker", "m"), Some(300));
         assert_eq!(config.output_limit("explorer", "m"), Some(2000));
+    }
+
+    #[test]
+    fn the_most_specific_context_window_wins() {
+        let mut config = RunConfig::new(PathBuf::from("/h"), PathBuf::from("/w"));
+        assert_eq!(config.context_window("worker", "scripted"), None);
+        assert_eq!(config.context_window("worker", "gpt-4o"), Some(128_000));
+        config.model_context_window = Some(10_000);
+        assert_eq!(config.context_window("worker", "gpt-4o"), Some(10_000));
+        assert_eq!(config.compaction_threshold("worker", "gpt-4o"), Some(8_000));
+        config.models.insert(
+            "m".into(),
+            ModelSettings {
+                context_window: Some(4_000),
+                ..ModelSettings::default()
+            },
+        );
+        assert_eq!(config.context_window("worker", "m"), Some(4_000));
+        config.role_models.insert(
+            "worker".into(),
+            RoleModel {
+                model_context_window: Some(1_000),
+                ..RoleModel::default()
+            },
+        );
+        assert_eq!(config.context_window("worker", "m"), Some(1_000));
+        assert_eq!(config.context_window("explorer", "m"), Some(4_000));
     }
 }

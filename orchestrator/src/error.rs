@@ -43,6 +43,9 @@ pub enum OrchestratorError {
     /// says why, as the model or the user reads it.
     #[error("{0}")]
     Refused(String),
+    /// A file of the home could not be read or deleted.
+    #[error("{0}")]
+    Files(String),
 }
 
 impl From<OrchestratorError> for String {

@@ -9,6 +9,7 @@
 
 mod agent;
 mod approval;
+mod compaction;
 pub mod config;
 mod ctx;
 mod durability;
@@ -26,6 +27,7 @@ mod project_docs;
 mod projection;
 mod registry;
 mod resume;
+pub mod retention;
 mod sampling;
 mod session;
 mod tools;
@@ -35,6 +37,7 @@ mod worktrees;
 pub use crate::approval::{
     ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
 };
+pub use crate::compaction::{COMPACTION_PROMPT, CompactReport, SUMMARY_HEADER};
 pub use crate::config::RunConfig;
 pub use crate::durability::LogTotals;
 pub use crate::error::OrchestratorError;

@@ -96,6 +96,15 @@ pub enum Event {
         agent_total: Usage,
         tree_total: Usage,
     },
+    /// An agent's history was compacted into a new window.
+    #[serde(rename = "agent.compacted")]
+    AgentCompacted {
+        path: AgentPath,
+        trigger: crate::CompactionTrigger,
+        /// The estimated size of the history replaced, and of the window that replaced it.
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// The tree's token budget is used up: no new turn starts.
     #[serde(rename = "budget.exhausted")]
     BudgetExhausted { limit: u64, used: u64 },
@@ -166,6 +175,7 @@ impl Event {
             Self::ApprovalDecided { .. } => "approval.decided",
             Self::AgentRetrying { .. } => "agent.retrying",
             Self::Usage { .. } => "usage",
+            Self::AgentCompacted { .. } => "agent.compacted",
             Self::BudgetExhausted { .. } => "budget.exhausted",
             Self::McpNotice { .. } => "mcp.notice",
             Self::TurnCompleted { .. } => "turn.completed",

@@ -16,9 +16,9 @@ pub use ids::{MailId, ThreadId};
 pub use mail::{Mail, MailKind};
 pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ROOT_NAME};
 pub use rollout::{
-    AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, MailConsumed,
-    ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta, TurnAborted,
-    TurnCompleted, TurnStarted, Usage, rollout_relative_path,
+    AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, Compacted, CompactionTrigger,
+    MailConsumed, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta,
+    TurnAborted, TurnCompleted, TurnStarted, Usage, rollout_relative_path,
 };
 pub use status::AgentStatus;
 pub use time::Timestamp;

@@ -57,6 +57,8 @@ pub enum RolloutItem {
     ApprovalRequested(ApprovalRequested),
     ApprovalDecided(ApprovalDecided),
     Usage(Usage),
+    /// A new history window starts here (compaction): nothing before it is sent again.
+    Compacted(Compacted),
     /// Session facts, in the log only.
     Status(StatusChanged),
     UserMail(UserMail),
@@ -83,6 +85,7 @@ impl RolloutItem {
         "approval_requested",
         "approval_decided",
         "usage",
+        "compacted",
         "status",
         "user_mail",
         "user_close",
@@ -108,6 +111,7 @@ impl RolloutItem {
             Self::ApprovalDecided(_) => "approval_decided",
             Self::Usage(_) => "usage",
             Self::Worktree(_) => "worktree",
+            Self::Compacted(_) => "compacted",
             Self::Status(_) => "status",
             Self::UserMail(_) => "user_mail",
             Self::UserClose(_) => "user_close",
@@ -131,7 +135,8 @@ impl RolloutItem {
             | Self::AgentClosed(_)
             | Self::ApprovalRequested(_)
             | Self::ApprovalDecided(_)
-            | Self::Usage(_) => true,
+            | Self::Usage(_)
+            | Self::Compacted(_) => true,
             Self::Status(_)
             | Self::UserMail(_)
             | Self::UserClose(_)
@@ -263,13 +268,72 @@ pub struct ApprovalDecided {
     pub tokens: Option<u64>,
 }
 
-/// Tokens one model response used.
+/// Tokens one model response used (or, summed, many).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     #[serde(default)]
     pub cached_input_tokens: u64,
     pub output_tokens: u64,
+    /// Of these tokens (input and output), those spent on compaction requests: the label a
+    /// compaction's usage carries, summed like the rest.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub compaction_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// Adds `other` to these totals, field by field.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.compaction_tokens += other.compaction_tokens;
+    }
+
+    /// Input and output tokens together.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// What started a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionTrigger {
+    /// A request would have passed `compact_at` of the model's context window.
+    Auto,
+    /// `arbor compact`.
+    Manual,
+}
+
+/// A new history window (compaction, behaviour §9): the agent's history from here on starts
+/// with `window` (the summary, then the most recent inputs); nothing before this line is sent
+/// to the model again, and nothing before it is rewritten. The line also carries what a reader
+/// starting here needs of the lines before it, so revival reads the last window only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compacted {
+    /// The model's summary of the work so far.
+    pub summary: String,
+    /// The history the new window starts with.
+    pub window: Vec<ResponseItem>,
+    pub trigger: CompactionTrigger,
+    /// The estimated size of the history it replaced, in tokens.
+    pub tokens_before: u64,
+    /// The turn it was made in (or, between turns, the last one; 0 before any).
+    pub turn: u64,
+    /// How that turn ended, when it had (a compaction between turns); `None` inside it.
+    #[serde(default)]
+    pub turn_end: Option<AgentStatus>,
+    /// The last final answer of any turn before this line.
+    #[serde(default)]
+    pub last_message: Option<String>,
+    /// Tokens used by every response before this line, the compaction's own included.
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 #[cfg(test)]

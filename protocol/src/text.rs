@@ -1,5 +1,14 @@
 //! Bounding model-visible text: long text keeps its head and tail with a marker between.
 
+/// How the summary that starts a compacted history window begins (a user message).
+pub const COMPACTION_SUMMARY_HEADER: &str =
+    "[arbor: your history was compacted; this is your summary of the work so far]\n\n";
+
+/// Whether a message's text is the summary that starts a compacted history window.
+pub fn is_compaction_summary(content: &str) -> bool {
+    content.starts_with(COMPACTION_SUMMARY_HEADER)
+}
+
 /// Cuts `text` to at most about `max_bytes`, keeping the beginning and the end and putting
 /// `…[N bytes truncated]…` in the middle. Never splits a UTF-8 character.
 pub fn truncate_middle(text: &str, max_bytes: usize) -> String {

@@ -6,7 +6,8 @@
 //! lines of one agent, copied byte for byte from the log once synced ([`RolloutProjector`]),
 //! the `session_meta` header first. [`read_rollout`] and [`RolloutReader`] read a rollout back,
 //! skipping a torn last line and item types from newer versions with a notice; [`Replay`]
-//! rebuilds an agent from it.
+//! rebuilds an agent from it, and [`read_last_window`] reads only what a revival replays: the
+//! header and the last history window.
 
 mod error;
 mod layout;
@@ -15,6 +16,7 @@ pub mod log;
 mod project;
 mod reader;
 mod replay;
+mod window;
 
 pub use error::RolloutError;
 pub use layout::{
@@ -25,3 +27,4 @@ pub use reader::{Entry, RolloutRead, RolloutReader, read_rollout};
 pub use replay::{
     CUT_CALL_OUTPUT, PROCESS_EXIT, Replay, ReplayedTurn, cut_call_outputs, unanswered_calls,
 };
+pub use window::{last_window_offset, read_last_window};

@@ -2,7 +2,7 @@
 //! item types skipped with a notice, anything else that does not parse an error.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::iter::FusedIterator;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +35,21 @@ impl RolloutRead {
 
 /// Reads the whole rollout at `path`. See [`RolloutReader`] for the rules.
 pub fn read_rollout(path: &Path) -> Result<RolloutRead, RolloutError> {
-    let reader = RolloutReader::open(path)?;
+    collect(RolloutReader::open(path)?)
+}
+
+/// Reads the header and then everything from byte `offset` on (the start of a line).
+pub(crate) fn read_rollout_from(path: &Path, offset: u64) -> Result<RolloutRead, RolloutError> {
+    let mut reader = RolloutReader::open(path)?;
+    reader
+        .lines
+        .input
+        .seek(SeekFrom::Start(offset))
+        .map_err(|err| RolloutError::io(path, "seek", err))?;
+    collect(reader)
+}
+
+fn collect(reader: RolloutReader) -> Result<RolloutRead, RolloutError> {
     let mut read = RolloutRead {
         lines: Vec::new(),
         meta: reader.meta().clone(),
@@ -151,6 +165,15 @@ impl RolloutReader {
             header: Some(Entry::Line(header.0, header.1)),
             done: false,
         })
+    }
+
+    /// The byte offset just past the header line.
+    pub(crate) fn header_end(&mut self) -> Result<u64, RolloutError> {
+        let path = self.lines.path.clone();
+        self.lines
+            .input
+            .stream_position()
+            .map_err(|err| RolloutError::io(&path, "seek", err))
     }
 
     /// The header, read by `open`.

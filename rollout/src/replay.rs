@@ -1,12 +1,14 @@
 //! Reconstruction of a thread from its rollout: the model history exactly as the agent had it,
 //! its turns, its derived status, and the mail it sent and consumed (behaviour §9: "revival
 //! replays the rollout into the model history; the result must equal the history the agent had
-//! before eviction").
+//! before eviction"). A `compacted` line starts a new window: everything the replay holds is
+//! set from it, so replaying the last window alone equals replaying the whole file.
 
 use std::collections::HashSet;
 
 use arbor_protocol::{
-    AgentClosed, AgentStatus, Mail, MailId, ResponseItem, RolloutItem, SessionMeta, Usage,
+    AgentClosed, AgentStatus, Compacted, Mail, MailId, ResponseItem, RolloutItem, SessionMeta,
+    Usage,
 };
 
 use crate::RolloutRead;
@@ -45,6 +47,9 @@ pub struct Replay {
     pub dangling_calls: Vec<String>,
     /// Tokens used, summed over every response.
     pub usage: Usage,
+    /// The last response's reported size (input and output tokens) and the history's length
+    /// right after it: what the next request's size is measured from.
+    pub measure: Option<(u64, usize)>,
 }
 
 /// The output recorded for a call whose turn ended (interrupt, close, crash) before it did.
@@ -106,6 +111,7 @@ impl Replay {
             closed: Vec::new(),
             dangling_calls: Vec::new(),
             usage: Usage::default(),
+            measure: None,
         };
         let mut calls = Calls::default();
         for item in items {
@@ -169,10 +175,13 @@ impl Replay {
             RolloutItem::MailSent(mail) => self.sent.push(mail.clone()),
             RolloutItem::AgentClosed(closed) => self.closed.push(closed.clone()),
             RolloutItem::Usage(usage) => {
-                self.usage.input_tokens += usage.input_tokens;
-                self.usage.cached_input_tokens += usage.cached_input_tokens;
-                self.usage.output_tokens += usage.output_tokens;
+                self.usage.add(*usage);
+                // A compaction's usage measures the compaction request, not the history.
+                if usage.compaction_tokens == 0 {
+                    self.measure = Some((usage.total(), self.history.len()));
+                }
             }
+            RolloutItem::Compacted(compacted) => self.new_window(compacted, calls),
             RolloutItem::ApprovalRequested(_)
             | RolloutItem::ApprovalDecided(_)
             | RolloutItem::Status(_)
@@ -183,6 +192,32 @@ impl Replay {
             | RolloutItem::ApprovalOverride(_)
             | RolloutItem::OverrideUsed(_)
             | RolloutItem::Worktree(_) => {}
+        }
+    }
+
+    /// Starts the window a `compacted` line opens: nothing of the lines before it is kept
+    /// except what the line itself carries.
+    fn new_window(&mut self, compacted: &Compacted, calls: &mut Calls) {
+        *calls = Calls::default();
+        self.history = compacted.window.clone();
+        self.usage = compacted.usage;
+        self.measure = None;
+        self.last_message = compacted.last_message.clone();
+        self.consumed.clear();
+        self.sent.clear();
+        self.closed.clear();
+        self.turns.clear();
+        if compacted.turn > 0 {
+            let final_answer = match &compacted.turn_end {
+                Some(AgentStatus::Completed(answer)) => answer.clone(),
+                _ => None,
+            };
+            self.turns.push(ReplayedTurn {
+                number: compacted.turn,
+                start: 0,
+                final_answer,
+                end: compacted.turn_end.clone(),
+            });
         }
     }
 

@@ -23,6 +23,7 @@ const DOCUMENTED_EVENTS: &[&str] = &[
     "approval.requested",
     "approval.decided",
     "agent.retrying",
+    "agent.compacted",
     "usage",
     "turn.completed",
     "turn.aborted",

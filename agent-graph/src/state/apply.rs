@@ -78,13 +78,11 @@ impl SessionState {
                     }
                 }
             }
-            RolloutItem::Usage(usage) => self.change(thread, |row| {
-                row.usage.input_tokens += usage.input_tokens;
-                row.usage.cached_input_tokens += usage.cached_input_tokens;
-                row.usage.output_tokens += usage.output_tokens;
-            }),
+            RolloutItem::Usage(usage) => self.change(thread, |row| row.usage.add(*usage)),
             RolloutItem::Worktree(fact) => self.worktree_fact(thread, fact, at),
-            RolloutItem::ResponseItem(_) | RolloutItem::UserInterrupt(_) => {}
+            RolloutItem::ResponseItem(_)
+            | RolloutItem::Compacted(_)
+            | RolloutItem::UserInterrupt(_) => {}
         }
         self.change(thread, |row| row.last_seq = seq);
     }

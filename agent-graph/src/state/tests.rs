@@ -306,6 +306,7 @@ fn usage_adds_up_and_user_mail_reaches_its_recipient() {
                 input_tokens: n,
                 cached_input_tokens: 0,
                 output_tokens: 10,
+                compaction_tokens: 0,
             }),
         );
     }
@@ -361,6 +362,7 @@ fn a_committed_state_loads_back_equal() {
             input_tokens: 5,
             cached_input_tokens: 1,
             output_tokens: 7,
+            compaction_tokens: 0,
         }),
     );
     let mut state = s.state();

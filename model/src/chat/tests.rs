@@ -138,7 +138,8 @@ fn content_deltas_and_usage() {
             usage: Some(Usage {
                 input_tokens: 20,
                 cached_input_tokens: 8,
-                output_tokens: 5
+                output_tokens: 5,
+                compaction_tokens: 0,
             }),
             finish: Finish::Completed,
         })

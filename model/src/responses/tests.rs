@@ -147,7 +147,8 @@ fn a_text_answer_with_usage() {
             usage: Some(Usage {
                 input_tokens: 12,
                 cached_input_tokens: 4,
-                output_tokens: 3
+                output_tokens: 3,
+                compaction_tokens: 0,
             }),
             finish: Finish::Completed,
         }

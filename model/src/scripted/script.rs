@@ -1,7 +1,7 @@
 //! The script's shape and its validation: every check happens here, before any request is served,
 //! and every problem is reported with the JSON path where it was found.
 
-use arbor_protocol::AgentPath;
+use arbor_protocol::{AgentPath, Usage};
 use serde_json::{Map, Value};
 
 use super::template::{ArgTemplate, Template};
@@ -32,11 +32,13 @@ pub(crate) enum Matcher {
     Role(String),
 }
 
-/// One model response: its items and how long to wait before answering.
+/// One model response: its items, how long to wait before answering, and the usage it
+/// reports (estimated when the script gives none).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Response {
     pub(crate) delay_ms: u64,
     pub(crate) items: Vec<Item>,
+    pub(crate) usage: Option<Usage>,
 }
 
 /// One output item.
@@ -64,7 +66,8 @@ fn invalid<T>(at: &str, reason: impl Into<String>) -> Checked<T> {
 
 const ITEM_SHAPE: &str =
     r#"unknown item shape; expected {"say": TEXT} or {"call": NAME, "args": {...}}"#;
-const RESPONSE_SHAPE: &str = r#"expected an array of items or {"items": [...], "delay_ms": N}"#;
+const RESPONSE_SHAPE: &str =
+    r#"expected an array of items or {"items": [...], "delay_ms": N, "usage": {...}}"#;
 const MATCH_FORMS: &str =
     "expected an agent path such as /root/worker_a, a glob such as /root/worker_*, or role:NAME";
 
@@ -204,9 +207,10 @@ impl Response {
             Value::Array(items) => Ok(Self {
                 delay_ms: 0,
                 items: items_from(items, at)?,
+                usage: None,
             }),
             Value::Object(object) => {
-                reject_unknown(object, at, &["items", "delay_ms"])?;
+                reject_unknown(object, at, &["items", "delay_ms", "usage"])?;
                 let items_at = field(at, "items");
                 let Some(items) = required(object, at, "items")?.as_array() else {
                     return invalid(&items_at, "expected an array of items");
@@ -223,14 +227,55 @@ impl Response {
                         }
                     },
                 };
+                let usage = match object.get("usage") {
+                    None => None,
+                    Some(usage) => Some(usage_from(usage, &field(at, "usage"))?),
+                };
                 Ok(Self {
                     delay_ms,
                     items: items_from(items, &items_at)?,
+                    usage,
                 })
             }
             _ => invalid(at, RESPONSE_SHAPE),
         }
     }
+}
+
+/// `{"input_tokens": N, "output_tokens": N, "cached_input_tokens": N}`: the usage a response
+/// reports; `cached_input_tokens` may be left out (0), the other two may not.
+fn usage_from(value: &Value, at: &str) -> Checked<Usage> {
+    let Some(object) = value.as_object() else {
+        return invalid(
+            at,
+            r#"expected {"input_tokens": N, "output_tokens": N, "cached_input_tokens": N}"#,
+        );
+    };
+    let fields = ["input_tokens", "output_tokens", "cached_input_tokens"];
+    reject_unknown(object, at, &fields)?;
+    let count = |name: &str, needed: bool| -> Checked<u64> {
+        match object.get(name) {
+            None if needed => invalid(at, format!("missing field {}", quote(name))),
+            None => Ok(0),
+            Some(n) => n.as_u64().map_or_else(
+                || invalid(&field(at, name), "expected a non-negative integer"),
+                Ok,
+            ),
+        }
+    };
+    let usage = Usage {
+        input_tokens: count("input_tokens", true)?,
+        output_tokens: count("output_tokens", true)?,
+        cached_input_tokens: count("cached_input_tokens", false)?,
+        compaction_tokens: 0,
+    };
+    if usage.cached_input_tokens > usage.input_tokens {
+        return invalid(
+            &field(at, "cached_input_tokens"),
+            "must not be more than input_tokens",
+        );
+    }
+    Ok(usage)
 }
 
 fn items_from(items: &[Value], at: &str) -> Checked<Vec<Item>> {

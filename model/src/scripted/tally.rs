@@ -84,23 +84,7 @@ impl ToolBytes {
 
 /// Bytes of text in items: message content, call names and arguments, outputs, reasoning.
 pub(super) fn item_bytes(items: &[ResponseItem]) -> usize {
-    items
-        .iter()
-        .map(|item| match item {
-            ResponseItem::Message { content, .. } => content.len(),
-            ResponseItem::FunctionCall {
-                name, arguments, ..
-            } => name.len() + arguments.len(),
-            ResponseItem::FunctionCallOutput { output, .. } => output.len(),
-            ResponseItem::Reasoning {
-                summary,
-                encrypted_content,
-            } => {
-                summary.iter().map(|s| s.len()).sum::<usize>()
-                    + encrypted_content.as_ref().map_or(0, String::len)
-            }
-        })
-        .sum()
+    crate::window::item_bytes(items)
 }
 
 #[cfg(test)]

@@ -384,6 +384,30 @@ async fn usage_is_estimated_from_characters() {
             input_tokens: 5,
             cached_input_tokens: 0,
             output_tokens: 4,
+            compaction_tokens: 0,
         })
     );
+}
+
+#[tokio::test]
+async fn a_response_reports_the_usage_its_script_gives() {
+    let model = model(json!({"agents": [
+        {"match": "/root", "responses": [
+            {"items": [{"say": "big"}], "usage": {"input_tokens": 9000, "output_tokens": 7}},
+            {"items": [{"say": "cached"}], "usage": {"input_tokens": 10, "output_tokens": 1, "cached_input_tokens": 4}}
+        ]}
+    ]}));
+    let req = request("/root", "default", vec![user("hi")]);
+    let first = respond(&model, &req).await.expect("answer");
+    assert_eq!(
+        first.usage,
+        Some(Usage {
+            input_tokens: 9000,
+            cached_input_tokens: 0,
+            output_tokens: 7,
+            compaction_tokens: 0,
+        })
+    );
+    let second = respond(&model, &req).await.expect("answer");
+    assert_eq!(second.usage.map(|u| u.cached_input_tokens), Some(4));
 }

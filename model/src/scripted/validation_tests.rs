@@ -218,11 +218,11 @@ fn bad_entries_name_their_index() {
 fn bad_responses_name_their_position() {
     check(
         &with_response(r#""hello""#),
-        r#"script: $.agents[0].responses[0]: expected an array of items or {"items": [...], "delay_ms": N}"#,
+        r#"script: $.agents[0].responses[0]: expected an array of items or {"items": [...], "delay_ms": N, "usage": {...}}"#,
     );
     check(
         &with_response(r#"{"items": [], "delay": 5}"#),
-        r#"script: $.agents[0].responses[0]: unknown field "delay"; expected "items" or "delay_ms""#,
+        r#"script: $.agents[0].responses[0]: unknown field "delay"; expected "items", "delay_ms" or "usage""#,
     );
     check(
         &with_response(r#"{"delay_ms": 5}"#),
@@ -238,6 +238,36 @@ fn bad_responses_name_their_position() {
             "script: $.agents[0].responses[0].delay_ms: expected a non-negative integer",
         );
     }
+}
+
+#[test]
+fn bad_usage_names_its_position() {
+    let at = "script: $.agents[0].responses[0].usage";
+    let usage = |usage: &str| with_response(&format!(r#"{{"items": [], "usage": {usage}}}"#));
+    check(
+        &usage("5"),
+        &format!(
+            r#"{at}: expected {{"input_tokens": N, "output_tokens": N, "cached_input_tokens": N}}"#
+        ),
+    );
+    check(
+        &usage(r#"{"output_tokens": 1}"#),
+        &format!(r#"{at}: missing field "input_tokens""#),
+    );
+    check(
+        &usage(r#"{"input_tokens": 1, "output_tokens": -1}"#),
+        &format!("{at}.output_tokens: expected a non-negative integer"),
+    );
+    check(
+        &usage(r#"{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}"#),
+        &format!(
+            r#"{at}: unknown field "total_tokens"; expected "input_tokens", "output_tokens" or "cached_input_tokens""#
+        ),
+    );
+    check(
+        &usage(r#"{"input_tokens": 1, "output_tokens": 1, "cached_input_tokens": 2}"#),
+        &format!("{at}.cached_input_tokens: must not be more than input_tokens"),
+    );
 }
 
 #[test]

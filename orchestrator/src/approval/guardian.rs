@@ -186,7 +186,19 @@ async fn root_task(ctx: &Ctx) -> String {
     let Some(root) = ctx.registry.open_at(&AgentPath::root()) else {
         return String::new();
     };
-    let in_memory = root.runtime().history.iter().find_map(first_user_message);
+    // A compacted history starts with a summary: the task is then in the rollout only.
+    let in_memory = {
+        let runtime = root.runtime();
+        let compacted = runtime.history.first().is_some_and(|item| {
+            matches!(item, ResponseItem::Message { content, .. }
+                if arbor_protocol::text::is_compaction_summary(content))
+        });
+        if compacted {
+            None
+        } else {
+            runtime.history.iter().find_map(first_user_message)
+        }
+    };
     let task = match in_memory {
         Some(task) => task,
         None => {

@@ -2,6 +2,7 @@
 //! (its files, its lease, the session task), gives the root its prompt, reads the session's
 //! state through the session task, and shuts the session down.
 
+mod compact;
 mod files;
 
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,10 +1,10 @@
 //! Reviving an evicted agent: once the log's projections have written everything it recorded,
-//! its rollout is read and replayed into its runtime (off the session's worker thread); a turn
+//! its rollout's last history window is read and replayed into its runtime (off the session's worker thread); a turn
 //! the previous process died in is closed out first, so the history stays well formed.
 
 use arbor_protocol::{AbortKind, RolloutItem, TurnAborted};
 use arbor_rollout::log::Urgency;
-use arbor_rollout::{PROCESS_EXIT, Replay, cut_call_outputs, read_rollout};
+use arbor_rollout::{PROCESS_EXIT, Replay, cut_call_outputs, read_last_window};
 
 use super::core::Revival;
 use crate::agent::{Agent, TurnSpan};
@@ -31,7 +31,9 @@ pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, OrchestratorError
         .map_err(|err| failed(err.to_string()))?;
     let path = agent.identity.rollout_path.clone();
     let (notices, mut replay) = tokio::task::spawn_blocking(move || {
-        let read = read_rollout(&path)?;
+        // The last window is all a revival replays: a `compacted` line carries what it
+        // needs of the lines before it.
+        let read = read_last_window(&path)?;
         // The replay too: it is the CPU half of a revival, and the session's agents share
         // one worker thread.
         let replay = Replay::from_read(&read);
@@ -68,6 +70,8 @@ pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, OrchestratorError
         })
         .collect();
     runtime.turn_no = replay.turns.last().map_or(0, |turn| turn.number);
+    runtime.measure = replay.measure;
+    runtime.usage = replay.usage;
     Ok(Revival {
         last_message: replay.last_message.clone(),
         usage: replay.usage,

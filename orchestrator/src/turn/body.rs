@@ -5,13 +5,16 @@
 use std::sync::Arc;
 
 use arbor_model::{AgentIdentity, Finish, ModelRequest};
-use arbor_protocol::{AbortKind, Event, Mail, MailConsumed, ResponseItem, RolloutItem};
+use arbor_protocol::{
+    AbortKind, CompactionTrigger, Event, Mail, MailConsumed, ResponseItem, RolloutItem,
+};
 
 use super::end::Outcome;
 use arbor_mailbox::Inbox;
 use tokio::sync::mpsc;
 
 use crate::agent::{Agent, AgentMsg};
+use crate::compaction;
 use crate::ctx::Ctx;
 use crate::sampling::{self, output_limit};
 use crate::session::core::Input;
@@ -42,6 +45,7 @@ pub(super) async fn turn_body(
     tools::mcp::prepare(ctx, agent).await;
     // Responses cut at the output limit without a call, one after another.
     let mut cut_in_a_row = 0;
+    let mut just_compacted = false;
     for _ in 0..ctx.config.max_turn_responses {
         if ctx.budget_spent() {
             let limit = ctx.config.budget_tokens.unwrap_or_default();
@@ -68,6 +72,23 @@ pub(super) async fn turn_body(
         if let Err(err) = take_input(ctx, agent, input, mails) {
             return Outcome::Aborted(AbortKind::Errored, err);
         }
+        // A window that is itself over the threshold is sent once before compacting again.
+        let offered = tools::specs_for(ctx, agent);
+        if !just_compacted && compaction::due(ctx, agent, &offered) {
+            let source = compaction::Source::in_turn(agent, &offered);
+            match compaction::compact(ctx, agent, source, CompactionTrigger::Auto).await {
+                Ok(compacted) => compaction::install(agent, &compacted),
+                Err(reason) => {
+                    return Outcome::Aborted(
+                        AbortKind::Errored,
+                        format!("compaction failed: {reason}"),
+                    );
+                }
+            }
+            just_compacted = true;
+        } else {
+            just_compacted = false;
+        }
         let request = build_request(ctx, agent);
         let sampled = sampling::sample(ctx, agent, &request).await;
         // The request shares the history: let go of it before appending, so the append
@@ -93,7 +114,14 @@ pub(super) async fn turn_body(
         if let Err(err) = agent.record(&lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
-        agent.runtime().history.extend(rest.iter().cloned());
+        {
+            let mut runtime = agent.runtime();
+            runtime.history.extend(rest.iter().cloned());
+            if let Some(usage) = response.usage {
+                runtime.usage.add(usage);
+                runtime.measure = Some((usage.total(), runtime.history.len()));
+            }
+        }
         if let Some(usage) = response.usage {
             ctx.session.send(Input::Usage {
                 agent: agent.id(),

@@ -190,6 +190,34 @@ pub fn remove_orphan_worktree(home: &Path, orphan: &OrphanWorktree) -> Result<St
     })
 }
 
+/// Removes the worktrees of sessions just deleted (each one an orphan now) and their folders;
+/// what became of each, in one sentence.
+pub fn remove_sessions_worktrees(home: &Path, sessions: &[ThreadId]) -> Vec<String> {
+    let orphans = match list_orphan_worktrees(home) {
+        Ok(orphans) => orphans,
+        Err(err) => return vec![format!("worktrees not looked at: {err}")],
+    };
+    let mut done: Vec<String> = orphans
+        .iter()
+        .filter(|orphan| orphan.session.is_some_and(|id| sessions.contains(&id)))
+        .map(|orphan| remove_orphan_worktree(home, orphan).unwrap_or_else(|err| err))
+        .collect();
+    for session in sessions {
+        let folder = super::outside::session_folder(home, *session);
+        // Its lock file may remain; anything else there is a worktree that was not removed.
+        let lock = folder.join(".lock");
+        if folder.is_dir()
+            && std::fs::read_dir(&folder).is_ok_and(|mut entries| {
+                entries.all(|entry| entry.is_ok_and(|entry| entry.path() == lock))
+            })
+            && let Err(err) = std::fs::remove_dir_all(&folder)
+        {
+            done.push(format!("cannot remove {}: {err}", folder.display()));
+        }
+    }
+    done
+}
+
 /// The branch checked out in a worktree.
 fn git_branch(git: &Git, dir: &Path) -> Option<String> {
     let repo = Repo::discover(git, dir).ok()??;

@@ -26,7 +26,7 @@ const KEY: &str = "sk-test-SECRET-7f3a9c1e5b";
 const KEY_ENV: &str = "ARBOR_TEST_API_KEY";
 const KINDS: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Chat];
 
-fn config(server: &MockServer) -> HttpProviderConfig {
+pub(crate) fn config(server: &MockServer) -> HttpProviderConfig {
     HttpProviderConfig {
         base_url: server.base_url(),
         api_key: Some(KEY.to_string()),
@@ -106,6 +106,7 @@ fn usage() -> Option<Usage> {
         input_tokens,
         cached_input_tokens,
         output_tokens,
+        compaction_tokens: 0,
     })
 }
 

@@ -85,6 +85,20 @@ fn every_item() -> Vec<RolloutItem> {
             input_tokens: u64::MAX,
             cached_input_tokens: 7,
             output_tokens: 0,
+            compaction_tokens: 3,
+        }),
+        RolloutItem::Compacted(arbor_protocol::Compacted {
+            summary: "what happened".into(),
+            window: vec![ResponseItem::Message {
+                role: "user".into(),
+                content: "summary".into(),
+            }],
+            trigger: arbor_protocol::CompactionTrigger::Auto,
+            tokens_before: 9000,
+            turn: 1,
+            turn_end: None,
+            last_message: None,
+            usage: Usage::default(),
         }),
         RolloutItem::TurnCompleted(TurnCompleted {
             turn: 1,

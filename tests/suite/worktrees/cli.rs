@@ -272,3 +272,51 @@ fn the_refactor_example_with_worktrees_merges_all_three_renames() {
         assert!(!source.contains("fetch_data"), "{file}: {source}");
     }
 }
+
+#[test]
+fn gc_of_a_session_removes_its_worktrees_and_keeps_unmerged_work_on_its_branch() {
+    let ws = Workspace::new();
+    repository(&ws);
+    let script = json!({"agents": [
+        {"match": "/root", "responses": [
+            [spawn_worktree("worker_a", "a")],
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 60000}}],
+            [{"say": "done"}]
+        ]},
+        worker("/root/worker_a", &replace("two", "TWO by a"), "a done"),
+    ]});
+    let out = ws.exec(&write_script(&ws, "gc.json", &script), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let session = session_of(&text(&out.stderr));
+    let list = agents(&ws, &session);
+    let dir = worktree_of(&list, &ws.home(), &session, "worker_a");
+    let branch = agent(&list, "/root/worker_a")["branch"]
+        .as_str()
+        .expect("branch")
+        .to_string();
+    assert!(dir.is_dir());
+
+    let gc = ws.run(&["gc", "--keep-last", "0", "--json"]);
+    assert!(gc.status.success(), "{}", text(&gc.stderr));
+    let report: Value = serde_json::from_slice(&gc.stdout).expect("json");
+    assert_eq!(
+        report["deleted"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    let done = report["worktrees"].as_array().expect("worktrees");
+    assert_eq!(done.len(), 1, "{report}");
+    assert!(
+        done[0].as_str().is_some_and(|s| s.contains(&branch)),
+        "{report}"
+    );
+    // The folder is gone; the work stays on its branch in the user's repository.
+    assert!(!dir.exists());
+    assert!(!ws.home().join("worktrees").join(&session).exists());
+    let shown = git(&ws.project(), &["show", &format!("{branch}:f.txt")]);
+    assert!(shown.contains("TWO by a"), "{shown}");
+    assert_eq!(
+        std::fs::read_to_string(ws.project().join("f.txt")).expect("f.txt"),
+        FILE
+    );
+}

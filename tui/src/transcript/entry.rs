@@ -156,6 +156,15 @@ pub fn entry_of(line: &RolloutLine) -> Option<Entry> {
             (Kind::Decision, title, body)
         }
         RolloutItem::Worktree(fact) => worktree(fact),
+        RolloutItem::Compacted(compacted) => (
+            Kind::Turn,
+            format!(
+                "history compacted ({:?}, about {} tokens before)",
+                compacted.trigger, compacted.tokens_before
+            )
+            .to_lowercase(),
+            lines(&compacted.summary),
+        ),
         RolloutItem::Usage(_)
         | RolloutItem::Status(_)
         | RolloutItem::UserMail(_)

@@ -319,7 +319,5 @@ impl Core {
 }
 
 fn add(total: &mut Usage, used: Usage) {
-    total.input_tokens += used.input_tokens;
-    total.cached_input_tokens += used.cached_input_tokens;
-    total.output_tokens += used.output_tokens;
+    total.add(used);
 }
