@@ -20,6 +20,8 @@ pub const PROJECT_DOCS_MAX_BYTES: usize = 32 * 1024;
 #[derive(Debug, Default)]
 pub struct ProjectDocs {
     enabled: bool,
+    /// What each directory's files join into, read once. A cache, not state of the session:
+    /// any spawn fills it, and an entry never changes within a session.
     by_dir: Mutex<HashMap<PathBuf, Arc<str>>>,
 }
 
