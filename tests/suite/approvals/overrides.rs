@@ -59,6 +59,27 @@ async fn arbor_approve_after_a_denial_lets_the_identical_retry_through_once() {
             "approval request {id} was already approved for one retry"
         ))
     );
+    // The driver takes the answer in at its next look at the log and grants the override;
+    // only then may the retry run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        s.orch
+            .flush_blocking()
+            .expect("the session's files are written");
+        let granted = s
+            .orch
+            .store()
+            .overrides(s.orch.session_id())
+            .expect("overrides");
+        if !granted.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the driver never granted the override"
+        );
+        tokio::task::yield_now().await;
+    }
     std::fs::write(s.workspace().join("flag"), "").expect("flag");
     s.orch.wait_quiescent().await;
     s.drain();
