@@ -29,7 +29,10 @@ impl Core {
         }
         let mut mailbox = Mailbox::new();
         mailbox.restore(unread);
-        self.agents.insert(
+        if status == AgentStatus::AwaitingApproval {
+            self.awaiting += 1;
+        }
+        let replaced = self.agents.insert(
             id,
             Entry {
                 id,
@@ -50,6 +53,9 @@ impl Core {
                 turns_started: 0,
             },
         );
+        if replaced.is_some_and(|old| old.status == AgentStatus::AwaitingApproval) {
+            self.awaiting -= 1;
+        }
         if fresh {
             self.pending_tickets.push((id, ticket));
             self.load(id);

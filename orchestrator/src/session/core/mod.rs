@@ -100,6 +100,8 @@ pub struct Core {
     budget_stopped: Vec<AgentPath>,
     /// Agents with a turn scheduled: the session is quiescent when there are none.
     busy: usize,
+    /// Agents whose status is `awaiting_approval`: a wait looks for one only when there is.
+    awaiting: usize,
     waiters: Vec<Waiter>,
     effects: Vec<Effect>,
 }
@@ -130,6 +132,7 @@ impl Core {
             budget_spent: false,
             budget_stopped: Vec::new(),
             busy: 0,
+            awaiting: 0,
             waiters: Vec::new(),
             effects: Vec::new(),
         }
@@ -206,6 +209,12 @@ impl Core {
         };
         if entry.status == status {
             return;
+        }
+        if entry.status == AgentStatus::AwaitingApproval {
+            self.awaiting -= 1;
+        }
+        if status == AgentStatus::AwaitingApproval {
+            self.awaiting += 1;
         }
         entry.status = status.clone();
         self.effects.push(Effect::Status { agent: id, status });

@@ -106,13 +106,20 @@ impl Core {
         if targets.is_empty() {
             return Some(WaitDone::NoTargets);
         }
-        let entries: Vec<&Entry> = targets.iter().filter_map(|t| self.agents.get(t)).collect();
-        if let Some(waiting) = entries
-            .iter()
-            .find(|entry| entry.status == AgentStatus::AwaitingApproval)
+        // Checked after every input: a wait over a thousand children must not cost a thousand
+        // lookups each time. Look for an approval only when some agent waits for one, and stop
+        // at the first busy target.
+        let entries = || targets.iter().filter_map(|t| self.agents.get(t));
+        if self.awaiting > 0
+            && let Some(waiting) =
+                entries().find(|entry| entry.status == AgentStatus::AwaitingApproval)
         {
             return Some(WaitDone::Approval(waiting.path.clone()));
         }
+        if mode == WaitMode::All && entries().any(|entry| entry.scheduled()) {
+            return None;
+        }
+        let entries: Vec<&Entry> = entries().collect();
         match mode {
             WaitMode::Any => {
                 let paths: Vec<AgentPath> = entries.iter().map(|e| e.path.clone()).collect();
