@@ -92,20 +92,7 @@ impl Approvals {
 
     /// The sandbox of `mode` rooted at `workspace`.
     pub fn launcher(&self, mode: SandboxMode, workspace: &Path) -> Arc<SandboxLauncher> {
-        let mut launchers = self
-            .launchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(
-            launchers
-                .entry((mode, workspace.to_path_buf()))
-                .or_insert_with(|| {
-                    Arc::new(
-                        SandboxLauncher::new(mode, workspace, self.allow_network)
-                            .protecting(self.protected.clone()),
-                    )
-                }),
-        )
+        self.cached(mode, workspace, |launcher| launcher)
     }
 
     /// The sandbox of a worktree agent: `mode` rooted at its `workspace` (which stays writable
@@ -117,22 +104,32 @@ impl Approvals {
         workspace: &Path,
         read_only: Vec<PathBuf>,
     ) -> Arc<SandboxLauncher> {
+        self.cached(mode, workspace, |launcher| {
+            launcher
+                .also_read_only(read_only, "a checkout this agent forked from")
+                .writable_workspace()
+        })
+    }
+
+    /// The launcher of (mode, workspace), built once: the home protected, then `finish`.
+    fn cached(
+        &self,
+        mode: SandboxMode,
+        workspace: &Path,
+        finish: impl FnOnce(SandboxLauncher) -> SandboxLauncher,
+    ) -> Arc<SandboxLauncher> {
         let mut launchers = self
             .launchers
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(
-            launchers
-                .entry((mode, workspace.to_path_buf()))
-                .or_insert_with(|| {
-                    Arc::new(
-                        SandboxLauncher::new(mode, workspace, self.allow_network)
-                            .protecting(self.protected.clone())
-                            .also_read_only(read_only, "a checkout this agent forked from")
-                            .writable_workspace(),
-                    )
-                }),
-        )
+        let made = launchers
+            .entry((mode, workspace.to_path_buf()))
+            .or_insert_with(|| {
+                let launcher = SandboxLauncher::new(mode, workspace, self.allow_network)
+                    .protecting(self.protected.clone());
+                Arc::new(finish(launcher))
+            });
+        Arc::clone(made)
     }
 
     /// What the sandbox of `mode` at `workspace` really enforces.
