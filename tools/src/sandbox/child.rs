@@ -5,7 +5,7 @@
 //! raw system calls only, without allocating or taking locks, so it is safe to run after `fork`
 //! in a multi-threaded process.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -133,61 +133,18 @@ impl MountPlan {
             )
         })?;
         for (path, flags) in &self.protect {
-            // SAFETY: as above; a bind mount of a path onto itself.
-            check(unsafe {
-                libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                )
-            })?;
-            // SAFETY: as above; makes the new bind mount read-only.
-            check(unsafe {
-                libc::mount(
-                    std::ptr::null(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
-                    std::ptr::null(),
-                )
-            })?;
+            bind_onto_itself(path)?;
+            remount(path, libc::MS_RDONLY | flags)?;
         }
         for (path, flags) in &self.submounts {
-            // SAFETY: as above; makes the bind of a mount below a protected path read-only.
-            check(unsafe {
-                libc::mount(
-                    std::ptr::null(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | flags,
-                    std::ptr::null(),
-                )
-            })?;
+            // The bind of a mount below a protected path, read-only too.
+            remount(path, libc::MS_RDONLY | flags)?;
         }
         for (path, flags) in &self.reopen {
-            // SAFETY: as above; a recursive bind of a path onto itself (read-only mounts below
-            // it come along as they are).
-            check(unsafe {
-                libc::mount(
-                    path.as_ptr(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                )
-            })?;
-            // SAFETY: as above; makes the new bind (only its top mount) writable again.
-            check(unsafe {
-                libc::mount(
-                    std::ptr::null(),
-                    path.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | flags,
-                    std::ptr::null(),
-                )
-            })?;
+            // Read-only mounts below it come along as they are; only its top mount is made
+            // writable again.
+            bind_onto_itself(path)?;
+            remount(path, *flags)?;
         }
         if let Some(cwd) = &self.cwd {
             // SAFETY: a valid C string.
@@ -337,6 +294,34 @@ impl ChildPlan {
         };
         check(rc as libc::c_int)
     }
+}
+
+/// A recursive bind mount of `path` onto itself.
+fn bind_onto_itself(path: &CStr) -> io::Result<()> {
+    // SAFETY: a valid C string; null type and data are allowed.
+    check(unsafe {
+        libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        )
+    })
+}
+
+/// Remounts the bind mount at `path` with `flags` (read-only when they say so).
+fn remount(path: &CStr, flags: c_ulong) -> io::Result<()> {
+    // SAFETY: a valid C string; null source, type and data are allowed.
+    check(unsafe {
+        libc::mount(
+            std::ptr::null(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REMOUNT | flags,
+            std::ptr::null(),
+        )
+    })
 }
 
 fn check(rc: libc::c_int) -> io::Result<()> {
