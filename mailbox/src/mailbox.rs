@@ -106,9 +106,28 @@ impl Mailbox {
 
     /// The turn took these handed mails into its history.
     pub fn consumed(&mut self, ids: &[MailId]) {
-        self.handed.retain(|mail| !ids.contains(&mail.id));
+        let mut taken = 0;
         for id in ids {
-            self.ids.remove(id);
+            if self.ids.remove(id) {
+                taken += 1;
+            }
+        }
+        if taken == 0 {
+            return;
+        }
+        // A turn takes its handed mail in order, so what it took is usually the front; a
+        // parent that waited long takes thousands of results at once: one pass at most, not
+        // one scan of the ids per mail.
+        while taken > 0
+            && let Some(front) = self.handed.front()
+            && !self.ids.contains(&front.id)
+        {
+            self.handed.pop_front();
+            taken -= 1;
+        }
+        if taken > 0 {
+            let known = &self.ids;
+            self.handed.retain(|mail| known.contains(&mail.id));
         }
     }
 
@@ -198,6 +217,29 @@ mod tests {
         mb.consumed(&[note.id, go.id]);
         assert!(!mb.contains(note.id));
         assert!(!mb.end_turn(), "nothing left asks for a turn");
+    }
+
+    #[test]
+    fn consumed_mail_leaves_the_handed_queue_in_any_order() {
+        let mut mb = Mailbox::new();
+        mb.start_turn();
+        let mails: Vec<Mail> = (0..5)
+            .map(|i| mail(MailKind::Result, &format!("r{i}")))
+            .collect();
+        for m in &mails {
+            mb.push(m.clone());
+        }
+        assert_eq!(mb.hand_over().len(), 5);
+        mb.consumed(&[mails[2].id]);
+        mb.consumed(&[mails[0].id, mails[1].id]);
+        assert_eq!(mb.unread(), 2);
+        mb.consumed(&[mails[4].id, mails[4].id]);
+        mb.take_back();
+        assert_eq!(
+            contents(&mb.start_turn()),
+            ["r3"],
+            "only the untaken mail is left"
+        );
     }
 
     #[test]

@@ -173,6 +173,9 @@ pub struct Agent {
     last_recorded: AtomicU64,
     /// Subprocesses this agent has running (an agent with one is never evicted).
     pub live: LiveProcesses,
+    /// The tools it is offered: its capabilities never change, so they are looked up once
+    /// (`tools::specs_for`) and every request shares them.
+    pub(crate) specs: OnceLock<Arc<Vec<arbor_protocol::ToolSpec>>>,
 }
 
 impl Agent {
@@ -185,6 +188,7 @@ impl Agent {
             log,
             last_recorded: AtomicU64::new(0),
             live: LiveProcesses::new(),
+            specs: OnceLock::new(),
         })
     }
 

@@ -112,8 +112,13 @@ fn bad_arguments(tool: &str, problem: &str) -> String {
 }
 
 /// The tools an agent is offered, in its role's stable order. Built once per distinct tool
-/// list and shared by every request of every agent that has it.
+/// list and shared by every request of every agent that has it; each agent keeps its own
+/// reference, so a request costs no lookup.
 pub fn specs_for(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
+    Arc::clone(agent.specs.get_or_init(|| build_specs(ctx, agent)))
+}
+
+fn build_specs(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
     let mut key = agent.identity.caps.tools.clone();
     key.extend(ctx.mcp.spec_key(&agent.identity.caps.mcp));
     ctx.tool_specs(&key, || {

@@ -550,3 +550,38 @@ fn a_failed_revival_ends_the_granted_turn_as_errored_and_frees_its_slots() {
         ]
     );
 }
+
+#[test]
+fn a_wait_for_all_ends_only_when_every_target_is_idle_at_once() {
+    let mut s = Sim::new(config());
+    for child in ["/root/a", "/root/b", "/root/c"] {
+        s.spawn(child, false);
+    }
+    s.feed(Input::Prompt {
+        agent: s.id("/root"),
+        items: Vec::new(),
+    });
+    s.feed(Input::Started {
+        agent: s.id("/root"),
+    });
+    for child in ["/root/a", "/root/b", "/root/c"] {
+        s.mail("/root", child, MailKind::Spawn, "task");
+    }
+    s.feed(Input::Wait {
+        ticket: 7,
+        caller: s.id("/root"),
+        targets: None,
+        mode: WaitMode::All,
+    });
+    let replied = |out: &[String]| out.iter().any(|e| e.starts_with("reply wait"));
+    assert!(!replied(&s.run("/root/a", "a done")), "b and c are busy");
+    assert!(!replied(&s.run("/root/b", "b done")), "c is busy");
+    // a is woken again before c ends: the wait must see it busy, wherever it last looked.
+    s.mail("/root", "/root/a", MailKind::Followup, "again");
+    assert!(!replied(&s.run("/root/c", "c done")), "a is busy again");
+    let out = s.run("/root/a", "a done again");
+    assert!(
+        out.iter().any(|e| e.starts_with("reply wait AllIdle")),
+        "{out:?}"
+    );
+}

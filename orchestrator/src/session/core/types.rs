@@ -294,6 +294,10 @@ pub enum Waiter {
         targets: Vec<ThreadId>,
         mode: WaitMode,
         previous: AgentStatus,
+        /// Where the last check of a wait for all found a busy target: the next check looks
+        /// there first, so a wait over a thousand children costs one lookup while that one
+        /// stays busy.
+        busy_at: usize,
     },
     Idle {
         ticket: Ticket,

@@ -41,6 +41,7 @@ impl Core {
             targets,
             mode,
             previous,
+            busy_at: 0,
         });
     }
 
@@ -71,8 +72,8 @@ impl Core {
             return;
         }
         let waiters = std::mem::take(&mut self.waiters);
-        for waiter in waiters {
-            match self.done(&waiter) {
+        for mut waiter in waiters {
+            match self.done(&mut waiter) {
                 Some(done) => self.resolve(waiter, Some(done)),
                 None => self.waiters.push(waiter),
             }
@@ -80,14 +81,15 @@ impl Core {
     }
 
     /// Whether a wait is over, and why.
-    fn done(&self, waiter: &Waiter) -> Option<WaitDone> {
+    fn done(&self, waiter: &mut Waiter) -> Option<WaitDone> {
         match waiter {
             Waiter::Agents {
                 caller,
                 targets,
                 mode,
+                busy_at,
                 ..
-            } => self.agents_done(*caller, targets, *mode),
+            } => self.agents_done(*caller, targets, *mode, busy_at),
             Waiter::Idle { agent, .. } => self
                 .agents
                 .get(agent)
@@ -102,13 +104,15 @@ impl Core {
         caller: ThreadId,
         targets: &[ThreadId],
         mode: WaitMode,
+        busy_at: &mut usize,
     ) -> Option<WaitDone> {
         if targets.is_empty() {
             return Some(WaitDone::NoTargets);
         }
         // Checked after every input: a wait over a thousand children must not cost a thousand
-        // lookups each time. Look for an approval only when some agent waits for one, and stop
-        // at the first busy target.
+        // lookups each time. Look for an approval only when some agent waits for one; a wait
+        // for all looks first where it last found a busy target, and scans on from there only
+        // once that one is done; a wait for any first asks whether any mail waits at all.
         let entries = || targets.iter().filter_map(|t| self.agents.get(t));
         if self.awaiting > 0
             && let Some(waiting) =
@@ -116,31 +120,32 @@ impl Core {
         {
             return Some(WaitDone::Approval(waiting.path.clone()));
         }
-        if mode == WaitMode::All && entries().any(|entry| entry.scheduled()) {
-            return None;
-        }
-        let entries: Vec<&Entry> = entries().collect();
         match mode {
             WaitMode::Any => {
-                let paths: Vec<AgentPath> = entries.iter().map(|e| e.path.clone()).collect();
-                let from: Vec<AgentPath> = self
-                    .agents
-                    .get(&caller)?
-                    .mailbox
-                    .unread_from(&paths)
-                    .into_iter()
-                    .cloned()
-                    .collect();
+                let mailbox = &self.agents.get(&caller)?.mailbox;
+                if mailbox.unread() == 0 {
+                    return None;
+                }
+                let paths: Vec<AgentPath> = entries().map(|e| e.path.clone()).collect();
+                let from: Vec<AgentPath> =
+                    mailbox.unread_from(&paths).into_iter().cloned().collect();
                 (!from.is_empty()).then_some(WaitDone::Mail(from))
             }
-            WaitMode::All => entries.iter().all(|entry| !entry.scheduled()).then(|| {
-                WaitDone::AllIdle(
-                    entries
-                        .iter()
+            WaitMode::All => {
+                let start = (*busy_at).min(targets.len() - 1);
+                let order = targets[start..].iter().chain(&targets[..start]);
+                for (step, target) in order.enumerate() {
+                    if self.agents.get(target).is_some_and(Entry::scheduled) {
+                        *busy_at = (start + step) % targets.len();
+                        return None;
+                    }
+                }
+                Some(WaitDone::AllIdle(
+                    entries()
                         .map(|entry| (entry.path.clone(), entry.status.clone()))
                         .collect(),
-                )
-            }),
+                ))
+            }
         }
     }
 
