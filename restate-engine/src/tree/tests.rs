@@ -1,0 +1,1 @@
+//! The session's decisions as sequences of operations, without a server.
