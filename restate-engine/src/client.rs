@@ -46,19 +46,24 @@ fn segment(key: &str) -> String {
     out
 }
 
+/// A POST with a JSON body; `None` sends none (a handler without input wants no body and no
+/// content type).
 async fn post<Req: Serialize + ?Sized, Res: DeserializeOwned>(
     client: &reqwest::Client,
     url: &str,
-    body: &Req,
+    body: Option<&Req>,
 ) -> Result<Res, RestateError> {
-    let body = serde_json::to_vec(body).map_err(|error| RestateError::Decode {
-        url: url.to_string(),
-        reason: error.to_string(),
-    })?;
-    let response = client
-        .post(url)
-        .header("content-type", "application/json")
-        .body(body)
+    let mut request = client.post(url);
+    if let Some(body) = body {
+        let body = serde_json::to_vec(body).map_err(|error| RestateError::Decode {
+            url: url.to_string(),
+            reason: error.to_string(),
+        })?;
+        request = request
+            .header("content-type", "application/json")
+            .body(body);
+    }
+    let response = request
         .send()
         .await
         .map_err(|error| RestateError::Unreachable {
@@ -112,7 +117,12 @@ impl Ingress {
 
     /// Starts `session` (the root gets the prompt and begins its turn).
     pub async fn start(&self, session: &str, request: &StartRequest) -> Result<(), RestateError> {
-        post(&self.http, &self.url("Session", session, "start"), request).await
+        post(
+            &self.http,
+            &self.url("Session", session, "start"),
+            Some(request),
+        )
+        .await
     }
 
     /// The session's events from number `from` on.
@@ -121,19 +131,14 @@ impl Ingress {
         post(
             &self.http,
             &self.url("Session", session, "events"),
-            &request,
+            Some(&request),
         )
         .await
     }
 
     /// The session's agents, root first.
     pub async fn agents(&self, session: &str) -> Result<Vec<AgentRow>, RestateError> {
-        post(
-            &self.http,
-            &self.url("Session", session, "agents"),
-            &json!(null),
-        )
-        .await
+        post::<(), _>(&self.http, &self.url("Session", session, "agents"), None).await
     }
 
     /// An agent's model history.
@@ -143,12 +148,7 @@ impl Ingress {
         path: &AgentPath,
     ) -> Result<AgentHistory, RestateError> {
         let key = agent_key(session, path);
-        post(
-            &self.http,
-            &self.url("Agent", &key, "history"),
-            &json!(null),
-        )
-        .await
+        post::<(), _>(&self.http, &self.url("Agent", &key, "history"), None).await
     }
 }
 
@@ -157,7 +157,8 @@ impl Ingress {
 pub async fn register_deployment(admin: &str, uri: &str) -> Result<(), RestateError> {
     let client = http()?;
     let url = format!("{}/deployments", admin.trim_end_matches('/'));
-    let _: serde_json::Value = post(&client, &url, &json!({"uri": uri, "force": true})).await?;
+    let _: serde_json::Value =
+        post(&client, &url, Some(&json!({"uri": uri, "force": true}))).await?;
     Ok(())
 }
 
