@@ -97,3 +97,20 @@ fn spawn_rules_mail_wait_and_close_answer_as_on_the_local_engine() {
         .count();
     assert_eq!(a_turns, 2);
 }
+
+#[test]
+fn the_command_line_names_what_is_wrong() {
+    let cluster = Cluster::start(1);
+    let unknown = arbor_protocol::ThreadId::new().as_string();
+    let out = cluster.arbor(&["agents", &unknown]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("unknown session {unknown}")),
+        "{stderr}"
+    );
+    let out = cluster.arbor(&["exec", "no script"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--script FILE"), "{stderr}");
+}
