@@ -1,10 +1,15 @@
 //! A local Restate server process for development (`arbor engine up`) and the tests: its own
-//! data directory, loopback ports, few partitions and a small memory budget.
+//! data directory, loopback ports, few partitions and a small memory budget. It runs under the
+//! `tools` supervisor (`Contained`): the npm package's `restate-server` is a launcher that
+//! starts the real binary, and the supervisor kills both when the server is dropped or arbor
+//! dies.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use arbor_tools::Contained;
 
 use crate::RestateError;
 use crate::client::healthy;
@@ -76,16 +81,16 @@ pub fn free_port() -> Result<u16, RestateError> {
         })
 }
 
-/// A running server; killed when dropped.
+/// A running server; killed (with everything it started) when dropped.
 #[derive(Debug)]
 pub struct LocalServer {
-    child: Child,
+    server: Contained,
     pub spec: ServerSpec,
 }
 
 impl LocalServer {
     /// Writes the config and starts the server (its output goes to `server.log` in its dir).
-    pub fn start(spec: ServerSpec) -> Result<Self, RestateError> {
+    pub async fn start(spec: ServerSpec) -> Result<Self, RestateError> {
         let io = |what: &str, path: &Path| {
             let what = format!("{what} {}", path.display());
             move |source| RestateError::Io { what, source }
@@ -100,19 +105,21 @@ impl LocalServer {
             .open(&log_path)
             .map_err(io("open", &log_path))?;
         let err = log.try_clone().map_err(io("open", &log_path))?;
-        let child = Command::new(&spec.program)
+        let mut command = Command::new(&spec.program);
+        command
             .arg("--config-file")
             .arg(&config)
             .arg("--no-logo")
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(err)
-            .spawn()
+            .stderr(err);
+        let server = Contained::spawn(command)
+            .await
             .map_err(|error| RestateError::Server {
                 program: spec.program.display().to_string(),
                 reason: error.to_string(),
             })?;
-        Ok(Self { child, spec })
+        Ok(Self { server, spec })
     }
 
     pub fn ingress_url(&self) -> String {
@@ -129,7 +136,7 @@ impl LocalServer {
         let admin = format!("{}/health", self.admin_url());
         let ingress = format!("{}/restate/health", self.ingress_url());
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            if let Ok(Some(status)) = self.server.child.try_wait() {
                 return Err(RestateError::Server {
                     program: self.spec.program.display().to_string(),
                     reason: format!("it exited with {status}; see {}", self.log().display()),
@@ -153,21 +160,13 @@ impl LocalServer {
         self.spec.dir.join("server.log")
     }
 
-    /// The server's process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// The server's process id (the launcher's, which leads the server's process group).
+    pub fn pid(&self) -> i32 {
+        self.server.pid
     }
 
-    /// Stops the server now (SIGKILL) and reaps it.
-    pub fn kill(&mut self) {
-        // Already exited is fine.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for LocalServer {
-    fn drop(&mut self) {
-        self.kill();
+    /// Stops the server now (SIGKILL, with everything it started) and reaps it.
+    pub async fn kill(&mut self) {
+        self.server.kill().await;
     }
 }

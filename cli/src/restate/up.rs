@@ -49,7 +49,7 @@ pub fn up(home: &Path, args: &UpArgs) -> Result<u8, CliError> {
         .build()
         .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))?;
     runtime.block_on(async {
-        let mut server = LocalServer::start(spec).map_err(super::failed)?;
+        let mut server = LocalServer::start(spec).await.map_err(super::failed)?;
         server
             .ready(Duration::from_secs(60))
             .await
@@ -96,7 +96,7 @@ pub fn up(home: &Path, args: &UpArgs) -> Result<u8, CliError> {
         let _ = tokio::signal::ctrl_c().await;
         let _ = worker.kill();
         let _ = worker.wait();
-        server.kill();
+        server.kill().await;
         Ok(0)
     })
 }

@@ -33,12 +33,13 @@ impl Drop for WorkerProc {
 }
 
 /// A server, its workers on one shared address, and a temporary directory for everything.
+/// (Fields drop in order: the processes before the directory they use.)
 pub struct Cluster {
-    pub dir: tempfile::TempDir,
-    pub server: LocalServer,
     pub workers: Vec<WorkerProc>,
+    pub server: LocalServer,
     pub worker_addr: String,
     pub runtime: tokio::runtime::Runtime,
+    pub dir: tempfile::TempDir,
 }
 
 impl Cluster {
@@ -53,7 +54,9 @@ impl Cluster {
             .build()
             .expect("runtime");
         let spec = ServerSpec::on_free_ports(program, dir.path().join("restate")).expect("ports");
-        let mut server = LocalServer::start(spec).expect("start restate-server");
+        let mut server = runtime
+            .block_on(LocalServer::start(spec))
+            .expect("start restate-server");
         runtime
             .block_on(server.ready(Duration::from_secs(90)))
             .unwrap_or_else(|err| panic!("{err}: {}", log_tail(&server.log())));

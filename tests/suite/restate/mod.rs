@@ -5,3 +5,4 @@
 mod cluster;
 mod fanout;
 mod rules;
+mod server;
