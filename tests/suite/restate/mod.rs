@@ -6,3 +6,4 @@ mod cluster;
 mod fanout;
 mod rules;
 mod server;
+mod up;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use arbor_restate::{LocalServer, ServerSpec};
 
 /// The processes whose command line mentions `needle`.
-fn processes_mentioning(needle: &str) -> Vec<String> {
+pub fn processes_mentioning(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let cmdline = entry.path().join("cmdline");
