@@ -362,6 +362,8 @@ pub struct TargetArgs {
     pub session: String,
     /// Agent path or thread id.
     pub target: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]

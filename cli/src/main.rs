@@ -117,6 +117,12 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Send(args) => session::send(&home, &args),
         Command::Compact(args) => runtime()?.block_on(compact::compact(home, args)),
         Command::Gc(args) => gc::gc(&home, &args),
+        Command::Interrupt(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::act(&args, restate::Act::Interrupt))
+        }
+        Command::Close(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::act(&args, restate::Act::Close))
+        }
         Command::Interrupt(args) => session::interrupt(&home, &args),
         Command::Close(args) => session::close(&home, &args),
         Command::Doctor(args) if args.rebuild => doctor::rebuild(&home),

@@ -1,7 +1,8 @@
 //! The `Agent` virtual object (key: `<session><agent path>`): one agent, with at most one
 //! running turn (its handlers are exclusive). `wake` runs a turn (`turn.rs`); `close` marks it
-//! closed; `history` (shared) reads its model history. (`interrupt` is not served yet: see
-//! `docs/engines.md`.)
+//! closed; `history` (shared) reads its model history. An interrupt is the session's: it
+//! marks the agent, and the running turn stops at its next model-request boundary (`drain`
+//! says so), so there is no `interrupt` handler here to wait behind the turn.
 //!
 //! Mail does not go through an exclusive handler of the recipient: it would wait behind the
 //! running turn. Mail is put in the recipient's inbox in the `Session` object, and the turn

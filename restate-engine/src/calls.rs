@@ -37,7 +37,8 @@ pub(crate) async fn dispatch(
         "send_message" => mail(turn, arguments, false).await?,
         "followup_task" => mail(turn, arguments, true).await?,
         "wait_agent" => wait_agent(turn, arguments).await?,
-        "close_agent" => close_agent(turn, arguments).await?,
+        "close_agent" => close_agent(turn, arguments, false).await?,
+        "interrupt_agent" => close_agent(turn, arguments, true).await?,
         "list_agents" => list_agents(turn, arguments).await?,
         "exec_command" => exec_command(turn, arguments, step).await?,
         other => Err(format!(
@@ -229,11 +230,18 @@ struct TargetArgs {
     target: String,
 }
 
+/// `close_agent`, or `interrupt_agent` with `interrupt`.
 async fn close_agent(
     turn: &Turn<'_>,
     arguments: &str,
+    interrupt: bool,
 ) -> Result<Result<String, String>, HandlerError> {
-    let args: TargetArgs = match parse("close_agent", arguments) {
+    let tool = if interrupt {
+        "interrupt_agent"
+    } else {
+        "close_agent"
+    };
+    let args: TargetArgs = match parse(tool, arguments) {
         Ok(args) => args,
         Err(error) => return Ok(Err(error)),
     };
@@ -241,12 +249,13 @@ async fn close_agent(
         caller: caller(turn),
         target: args.target.trim().to_string(),
     };
-    Ok(turn
-        .session()
-        .close(Json(request))
-        .call()
-        .await?
-        .into_inner())
+    let session = turn.session();
+    let reply = if interrupt {
+        session.interrupt(Json(request)).call().await?
+    } else {
+        session.close(Json(request)).call().await?
+    };
+    Ok(reply.into_inner())
 }
 
 #[derive(Debug, Deserialize)]
@@ -382,6 +391,10 @@ pub(crate) fn spec(name: &str) -> Option<ToolSpec> {
         ),
         "close_agent" => (
             "Close an agent and its descendants.",
+            object(json!({"target": text}), &["target"]),
+        ),
+        "interrupt_agent" => (
+            "Stop an agent's running turn; the agent stays available.",
             object(json!({"target": text}), &["target"]),
         ),
         _ => return None,

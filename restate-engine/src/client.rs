@@ -10,7 +10,9 @@ use serde_json::json;
 
 use crate::RestateError;
 use crate::session::agent_key;
-use crate::wire::{AgentHistory, AgentRow, EventsPage, EventsRequest, StartRequest};
+use crate::wire::{
+    AgentHistory, AgentRow, CloseRequest, EventsPage, EventsRequest, StartRequest, ToolReply,
+};
 use arbor_protocol::AgentPath;
 
 /// reqwest is built without a bundled crypto provider; ring becomes the default once.
@@ -139,6 +141,26 @@ impl Ingress {
     /// The session's agents, root first.
     pub async fn agents(&self, session: &str) -> Result<Vec<AgentRow>, RestateError> {
         post::<(), _>(&self.http, &self.url("Session", session, "agents"), None).await
+    }
+
+    /// `interrupt_agent` on `target`, as `/root`.
+    pub async fn interrupt(&self, session: &str, target: &str) -> Result<ToolReply, RestateError> {
+        let request = CloseRequest {
+            caller: AgentPath::root(),
+            target: target.to_string(),
+        };
+        let url = self.url("Session", session, "interrupt");
+        post(&self.http, &url, Some(&request)).await
+    }
+
+    /// `close_agent` on `target`, as `/root`.
+    pub async fn close(&self, session: &str, target: &str) -> Result<ToolReply, RestateError> {
+        let request = CloseRequest {
+            caller: AgentPath::root(),
+            target: target.to_string(),
+        };
+        let url = self.url("Session", session, "close");
+        post(&self.http, &url, Some(&request)).await
     }
 
     /// An agent's model history.

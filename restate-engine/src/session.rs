@@ -229,7 +229,8 @@ impl Session {
         Ok(Json(reply))
     }
 
-    /// A turn takes its inbox (at each model-request boundary).
+    /// A turn takes its inbox (at each model-request boundary). An interrupted turn takes
+    /// nothing: its mail waits for the next turn.
     #[handler]
     async fn drain(
         &self,
@@ -237,25 +238,40 @@ impl Session {
         request: Json<DrainRequest>,
     ) -> HandlerResult<Json<DrainReply>> {
         let request = request.into_inner();
-        let key = inbox_key(&request.path);
-        let inputs = ctx
-            .get::<Json<Vec<Input>>>(&key)
-            .await?
-            .map(Json::into_inner)
-            .unwrap_or_default();
-        ctx.clear(&key);
-        let closed = operate(&ctx, |tree, _| {
-            let closed = tree
-                .agents
-                .get(&request.path)
-                .is_none_or(|entry| entry.status == arbor_protocol::AgentStatus::Closed);
-            (
+        let mut tree = load(&ctx).await?;
+        let closed = tree
+            .agents
+            .get(&request.path)
+            .is_none_or(|entry| entry.status == arbor_protocol::AgentStatus::Closed);
+        if closed {
+            return Ok(Json(DrainReply {
+                inputs: Vec::new(),
                 closed,
-                tree.drained(&request.path, &inputs, request.turn_start),
-            )
-        })
-        .await?;
-        Ok(Json(DrainReply { inputs, closed }))
+                interrupted: false,
+            }));
+        }
+        let interrupted = tree.take_interrupt(&request.path);
+        let key = inbox_key(&request.path);
+        let inputs = if interrupted {
+            Vec::new()
+        } else {
+            let inputs = ctx
+                .get::<Json<Vec<Input>>>(&key)
+                .await?
+                .map(Json::into_inner)
+                .unwrap_or_default();
+            ctx.clear(&key);
+            inputs
+        };
+        let fresh = fresh(&ctx).await?;
+        let effects = tree.drained(&request.path, &inputs, request.turn_start);
+        let inboxes = read_inboxes(&ctx, &effects).await?;
+        apply(&ctx, &mut tree, effects, inboxes, fresh.now_ms);
+        Ok(Json(DrainReply {
+            inputs,
+            closed: false,
+            interrupted,
+        }))
     }
 
     /// Events a turn reports (its messages, tool calls and results).
@@ -307,6 +323,17 @@ impl Session {
     ) -> HandlerResult<Json<ToolReply>> {
         let request = request.into_inner();
         let reply = operate(&ctx, |tree, _| tree.close(&request)).await?;
+        Ok(Json(reply))
+    }
+
+    #[handler]
+    async fn interrupt(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<CloseRequest>,
+    ) -> HandlerResult<Json<ToolReply>> {
+        let request = request.into_inner();
+        let reply = operate(&ctx, |tree, _| tree.interrupt(&request)).await?;
         Ok(Json(reply))
     }
 

@@ -31,6 +31,9 @@ pub struct Entry {
     pub busy: bool,
     /// Mail in its inbox not yet taken by a turn, in arrival order.
     pub unread: Vec<Unread>,
+    /// An interrupt its running turn has not yet seen.
+    #[serde(default)]
+    pub interrupt: bool,
 }
 
 impl Entry {
@@ -122,6 +125,7 @@ impl Tree {
             open: None,
             busy: true,
             unread: Vec::new(),
+            interrupt: false,
         };
         let _ = fresh;
         let mut tree = Self {

@@ -113,6 +113,11 @@ async fn turn_loop(
         if drained.closed {
             return Ok(None);
         }
+        if drained.interrupted {
+            return Ok(Some(TurnOutcome::Interrupted {
+                reason: "interrupted".to_string(),
+            }));
+        }
         history.extend(drained.inputs.into_iter().map(|input| match input {
             Input::User { text } => ResponseItem::Message {
                 role: "user".to_string(),

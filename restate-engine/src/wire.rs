@@ -93,6 +93,9 @@ pub struct DrainReply {
     pub inputs: Vec<Input>,
     /// The agent was closed: the turn stops.
     pub closed: bool,
+    /// The agent was interrupted: the turn stops, and its inbox stays for the next one.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// `Session/spawn`: a `spawn_agent` call.
@@ -139,7 +142,8 @@ pub enum WaitNow {
     Refused { error: String },
 }
 
-/// `Session/close`: a `close_agent` call.
+/// `Session/close` and `Session/interrupt`: a `close_agent` or `interrupt_agent` call (or
+/// `arbor close|interrupt`, as `/root`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CloseRequest {
     pub caller: AgentPath,

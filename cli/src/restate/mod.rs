@@ -1,5 +1,6 @@
 //! The commands that run against the Restate engine: `exec --engine restate`, `tree` and
-//! `agents` with `--engine restate`, `worker` and `engine up` (see docs/engines.md).
+//! `agents`, `interrupt` and `close` with `--engine restate`, `worker` and `engine up` (see
+//! docs/engines.md).
 
 mod exec;
 mod read;
@@ -7,7 +8,7 @@ mod up;
 mod worker;
 
 pub use exec::exec;
-pub use read::{agents, tree};
+pub use read::{Act, act, agents, tree};
 pub use up::up;
 pub use worker::worker;
 

@@ -1,4 +1,5 @@
-//! `arbor tree` and `arbor agents` with `--engine restate`: the `Session` object's agents.
+//! `arbor tree` and `arbor agents` with `--engine restate` (the `Session` object's agents), and
+//! `arbor interrupt` and `arbor close` (its handlers, called as `/root`).
 
 use std::collections::BTreeMap;
 
@@ -7,7 +8,7 @@ use arbor_restate::Ingress;
 use arbor_restate::wire::AgentRow;
 use serde_json::Value;
 
-use crate::args::{ReadArgs, TreeArgs, TreeFormat};
+use crate::args::{ReadArgs, TargetArgs, TreeArgs, TreeFormat};
 use crate::error::CliError;
 
 async fn rows(url: &str, session: &str) -> Result<Vec<AgentRow>, CliError> {
@@ -92,4 +93,32 @@ pub async fn tree(args: &TreeArgs) -> Result<(), CliError> {
 fn hidden(rows: &[AgentRow], path: &AgentPath) -> bool {
     rows.iter()
         .any(|row| row.edge.as_deref() == Some("closed") && path.is_within(&row.path))
+}
+
+/// What `act` does.
+#[derive(Debug, Clone, Copy)]
+pub enum Act {
+    Interrupt,
+    Close,
+}
+
+/// `arbor interrupt|close SESSION TARGET --engine restate`: prints `{"previous_status": …}`.
+pub async fn act(args: &TargetArgs, act: Act) -> Result<u8, CliError> {
+    let url = args.engine.url();
+    let ingress = Ingress::new(&url).map_err(super::failed)?;
+    let reply = match act {
+        Act::Interrupt => ingress.interrupt(&args.session, &args.target).await,
+        Act::Close => ingress.close(&args.session, &args.target).await,
+    };
+    match reply {
+        Ok(Ok(text)) => {
+            println!("{text}");
+            Ok(0)
+        }
+        Ok(Err(refusal)) => Err(CliError::usage(refusal)),
+        Err(arbor_restate::RestateError::Status { status: 404, .. }) => Err(CliError::usage(
+            format!("unknown session {} on {url}", args.session),
+        )),
+        Err(other) => Err(super::failed(other)),
+    }
 }

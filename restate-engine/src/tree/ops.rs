@@ -76,6 +76,7 @@ impl Tree {
             open: Some(true),
             busy: true,
             unread: Vec::new(),
+            interrupt: false,
         };
         self.agents.insert(path.clone(), entry);
         effects.push(Effect::Event(Event::AgentSpawned {
@@ -247,6 +248,7 @@ impl Tree {
         if let Some(entry) = self.agents.get_mut(&ended.path) {
             entry.status = status.clone();
             entry.busy = false;
+            entry.interrupt = false;
         }
         effects.push(Effect::Event(Event::AgentStatus {
             path: ended.path.clone(),
@@ -309,6 +311,41 @@ impl Tree {
         {
             entry.status = AgentStatus::Running;
         }
+    }
+
+    /// `interrupt_agent`: the target's running (or owed) turn stops at its next model-request
+    /// boundary, a wait it is blocked in ends at once; an idle agent is left as it is.
+    pub fn interrupt(&mut self, request: &CloseRequest) -> (ToolReply, Vec<Effect>) {
+        let mut effects = Vec::new();
+        let target = match self.resolve(&request.caller, &request.target) {
+            Ok(entry) => entry.clone(),
+            Err(error) => return (Err(error), effects),
+        };
+        let previous = target.status.clone();
+        if target.busy && target.status != AgentStatus::Closed {
+            if let Some(entry) = self.agents.get_mut(&target.path) {
+                entry.interrupt = true;
+                if entry.status == AgentStatus::Waiting {
+                    entry.status = AgentStatus::Running;
+                }
+            }
+            if let Some(wait) = self.waits.remove(&target.path) {
+                effects.push(Effect::Resolve {
+                    awakeable: wait.awakeable,
+                    message: "interrupted".to_string(),
+                });
+            }
+        }
+        self.settle(&mut effects);
+        let reply = json!({"previous_status": previous}).to_string();
+        (Ok(reply), effects)
+    }
+
+    /// Whether `path`'s turn must stop now (an interrupt it has not seen); clears it.
+    pub fn take_interrupt(&mut self, path: &AgentPath) -> bool {
+        self.agents
+            .get_mut(path)
+            .is_some_and(|entry| std::mem::take(&mut entry.interrupt))
     }
 
     /// `close_agent`: closes the target's edge and shuts down it and its open descendants.

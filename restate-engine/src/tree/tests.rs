@@ -261,3 +261,44 @@ fn close_shuts_the_branch_and_later_mail_is_refused() {
     // A closed path may be spawned again.
     assert!(spawn(&mut tree, "/root", "a").is_ok());
 }
+
+#[test]
+fn an_interrupt_ends_a_wait_and_stops_the_turn_at_its_next_boundary() {
+    let mut tree = started();
+    drain(&mut tree, "/root");
+    spawn(&mut tree, "/root", "a").expect("spawn");
+    drain(&mut tree, "/root/a");
+    let request = WaitRequest {
+        caller: AgentPath::root(),
+        targets: vec!["a".into()],
+        all: true,
+        awakeable: "awk".into(),
+    };
+    assert_eq!(tree.wait(&request).0, WaitNow::Registered);
+    let interrupt = CloseRequest {
+        caller: AgentPath::root(),
+        target: "/root".into(),
+    };
+    let (reply, effects) = tree.interrupt(&interrupt);
+    assert_eq!(reply, Ok(r#"{"previous_status":"waiting"}"#.into()));
+    assert!(effects.contains(&Effect::Resolve {
+        awakeable: "awk".into(),
+        message: "interrupted".into(),
+    }));
+    assert!(tree.take_interrupt(&AgentPath::root()));
+    assert!(!tree.take_interrupt(&AgentPath::root()), "seen once");
+    end(&mut tree, "/root/a", "done");
+    let idle = CloseRequest {
+        caller: AgentPath::root(),
+        target: "a".into(),
+    };
+    let (reply, _) = tree.interrupt(&idle);
+    assert_eq!(
+        reply,
+        Ok(r#"{"previous_status":{"completed":"done"}}"#.into())
+    );
+    assert!(
+        !tree.take_interrupt(&path("/root/a")),
+        "an idle agent is left as it is"
+    );
+}

@@ -4,6 +4,7 @@
 
 mod cluster;
 mod fanout;
+mod interrupt;
 mod rules;
 mod server;
 mod up;
