@@ -15,6 +15,9 @@ use crate::output::{Mode, print};
 /// How often the session's events are read while nothing new came.
 const POLL: Duration = Duration::from_millis(50);
 
+/// How long the server may be unreachable (restarting) before `exec` gives up.
+const OUTAGE: Duration = Duration::from_secs(120);
+
 /// Runs `arbor exec --engine restate` and returns the exit code.
 pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
     let prompt = crate::exec::read_prompt(&args.prompt)?;
@@ -67,11 +70,20 @@ pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
         .await
         .map_err(super::failed)?;
     let mut next = 0;
+    let mut reached = std::time::Instant::now();
     loop {
-        let page = ingress
-            .events(&session, next)
-            .await
-            .map_err(super::failed)?;
+        let page = match ingress.events(&session, next).await {
+            Ok(page) => {
+                reached = std::time::Instant::now();
+                page
+            }
+            // The tree lives in the server: while it restarts, keep asking.
+            Err(err) if transient(&err) && reached.elapsed() < OUTAGE => {
+                tokio::time::sleep(POLL * 4).await;
+                continue;
+            }
+            Err(err) => return Err(super::failed(err)),
+        };
         let fresh = !page.events.is_empty();
         for line in &page.events {
             if mode == Mode::Json
@@ -99,5 +111,14 @@ pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
         if !fresh {
             tokio::time::sleep(POLL).await;
         }
+    }
+}
+
+/// A failure that a restarting server gives: no connection, or an unavailable answer.
+fn transient(error: &arbor_restate::RestateError) -> bool {
+    match error {
+        arbor_restate::RestateError::Unreachable { .. } => true,
+        arbor_restate::RestateError::Status { status, .. } => *status >= 500,
+        _ => false,
     }
 }

@@ -108,6 +108,20 @@ impl Cluster {
         self.workers.push(WorkerProc { child, log });
     }
 
+    /// Kills the server (SIGKILL) and starts it again on the same data and ports.
+    pub fn restart_server(&mut self) {
+        let spec = self.server.spec.clone();
+        self.runtime.block_on(self.server.kill());
+        self.server = self
+            .runtime
+            .block_on(LocalServer::start(spec))
+            .expect("start restate-server again");
+        let server = &mut self.server;
+        self.runtime
+            .block_on(server.ready(Duration::from_secs(90)))
+            .unwrap_or_else(|err| panic!("{err}: {}", log_tail(&server.log())));
+    }
+
     pub fn ingress(&self) -> Ingress {
         Ingress::new(&self.server.ingress_url()).expect("ingress client")
     }

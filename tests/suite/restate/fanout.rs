@@ -192,3 +192,25 @@ fn a_worker_killed_mid_run_costs_no_completed_step_and_the_tree_completes() {
         .count();
     assert_eq!(model_steps + replayed, 3 + 2 * n, "{steps:#?}");
 }
+
+#[test]
+fn a_run_survives_a_restart_of_the_restate_server() {
+    let mut cluster = Cluster::start(2);
+    let n = 6;
+    let child = cluster.spawn_exec(&fan_out_script(n, 500), "fan out");
+    let logs: Vec<_> = cluster.workers.iter().map(|w| w.log.clone()).collect();
+    wait_until(
+        Duration::from_secs(60),
+        "the children's first steps",
+        || {
+            logs.iter()
+                .flat_map(|log| step_lines(log))
+                .filter(|line| line.phase == "ask" && line.key.contains("/root/w"))
+                .count()
+                >= 2
+        },
+    );
+    cluster.restart_server();
+    let run = Run::finish(child, Duration::from_secs(240));
+    assert_collected(&cluster, &run, n);
+}
