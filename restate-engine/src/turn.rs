@@ -176,6 +176,8 @@ async fn turn_loop(
         }
         let mut results = Vec::new();
         for (index, (call_id, name, arguments)) in calls.into_iter().enumerate() {
+            // How the step log names a command: the responses served so far × 1000 + the
+            // call's place in its response (model steps are named by their response number).
             let step_index = (*served) * 1000 + index;
             let output = crate::calls::dispatch(turn, &name, &arguments, step_index).await?;
             results.push(Event::ToolResult {

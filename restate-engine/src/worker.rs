@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use arbor_model::ScriptedModel;
+use hyper::server::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use restate_sdk::endpoint::Endpoint;
-use restate_sdk::http_server::HttpServer;
+use restate_sdk::hyper::HyperEndpoint;
 use serde_json::json;
 
 use crate::RestateError;
@@ -125,13 +127,35 @@ pub fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, RestateError> {
     socket.listen(1024).map_err(io)
 }
 
-/// Serves arbor's services on `listener` until `stop` completes.
+/// Serves arbor's services on `listener` until `stop` completes. Each connection is served
+/// over HTTP/2 with `TCP_NODELAY` (Restate streams small frames both ways within one
+/// invocation; without it, Nagle's algorithm and delayed acknowledgements add tens of
+/// milliseconds to every exchange).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     worker: Arc<Worker>,
     stop: impl std::future::Future,
 ) {
-    HttpServer::new(endpoint(worker))
-        .serve_with_cancel(listener, stop)
-        .await;
+    let endpoint = HyperEndpoint::new(endpoint(worker));
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    continue;
+                };
+                // Without it the connection still works, only slower.
+                let _ = stream.set_nodelay(true);
+                let service = endpoint.clone();
+                tokio::spawn(async move {
+                    let connection = http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), service);
+                    if let Err(error) = connection.await {
+                        tracing::debug!(%error, "a connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut stop => break,
+        }
+    }
 }
