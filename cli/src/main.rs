@@ -15,6 +15,7 @@ mod output;
 mod outside;
 mod prompt;
 mod read;
+mod restate;
 mod session;
 mod summary;
 mod trust;
@@ -107,18 +108,36 @@ fn run(cli: Cli) -> Result<u8, CliError> {
     };
     match command {
         Command::Ui(args) => ui::ui(home, args),
+        Command::Exec(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::exec(args))
+        }
         Command::Exec(args) => runtime()?.block_on(exec::exec(home, args)),
         Command::Resume(args) => runtime()?.block_on(session::resume(home, args)),
         Command::Followup(args) => runtime()?.block_on(session::followup(home, args)),
         Command::Send(args) => session::send(&home, &args),
         Command::Compact(args) => runtime()?.block_on(compact::compact(home, args)),
         Command::Gc(args) => gc::gc(&home, &args),
+        Command::Interrupt(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::act(&args, restate::Act::Interrupt))
+        }
+        Command::Close(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::act(&args, restate::Act::Close))
+        }
         Command::Interrupt(args) => session::interrupt(&home, &args),
         Command::Close(args) => session::close(&home, &args),
         Command::Doctor(args) if args.rebuild => doctor::rebuild(&home),
         Command::Doctor(_) => doctor::check(&home),
+        Command::Tree(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::tree(&args)).map(|()| 0)
+        }
         Command::Tree(args) => read::tree(&home, &args).map(|()| 0),
+        Command::Agents(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::agents(&args)).map(|()| 0)
+        }
         Command::Agents(args) => read::agents(&home, &args).map(|()| 0),
+        Command::Approvals(args) if args.engine.engine == args::EngineKind::Restate => Err(
+            CliError::usage("approvals are not available with --engine restate yet"),
+        ),
         Command::Sessions(args) => read::sessions(&home, args.json).map(|()| 0),
         Command::Log(args) => read::log(&home, &args).map(|()| 0),
         Command::Mail(args) => read::mail(&home, &args).map(|()| 0),
@@ -132,5 +151,9 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             args::McpCommand::List(args) => runtime()?.block_on(mcp::list(&home, &args)),
         },
         Command::McpServer => runtime()?.block_on(mcp::serve(home)),
+        Command::Worker(args) => restate::worker(&args),
+        Command::Engine(args) => match args.command {
+            args::EngineCommand::Up(args) => restate::up(&home, &args),
+        },
     }
 }

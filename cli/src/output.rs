@@ -118,7 +118,7 @@ fn print_notices(notices: Option<Vec<String>>) {
     }
 }
 
-fn print(mode: Mode, line: &EventLine) {
+pub fn print(mode: Mode, line: &EventLine) {
     match mode {
         Mode::Json => {
             let mut out = std::io::stdout().lock();

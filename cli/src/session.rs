@@ -101,6 +101,10 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
             json: false,
             all: false,
             format: crate::args::TreeFormat::Text,
+            engine: crate::args::EngineArgs {
+                engine: crate::args::EngineKind::Local,
+                restate_url: None,
+            },
         };
         crate::read::tree(&home, &tree)?;
         return Ok(0);

@@ -91,6 +91,14 @@ impl ScriptedModel {
         self.lock().not_recording = !on;
     }
 
+    /// Puts `path`'s cursor at `served`, the number of responses it has consumed. An engine
+    /// that keeps that count durably (the Restate engine, where any worker process may run an
+    /// agent's next request) sets it before each request, so the n-th request of an agent gets
+    /// the n-th response whichever process asks.
+    pub fn seek(&self, path: &AgentPath, served: usize) {
+        self.lock().served.insert(path.clone(), served);
+    }
+
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.lock().requests.clone()

@@ -97,12 +97,27 @@ fn dependencies(member: &str) -> (BTreeSet<String>, BTreeSet<String>) {
         .and_then(|deps| deps.as_table())
         .map(|deps| deps.keys().cloned().collect())
         .unwrap_or_default();
+    let folders = member_folders();
     let internal = names
         .iter()
-        .filter_map(|name| name.strip_prefix("arbor-"))
-        .map(str::to_string)
+        .filter_map(|name| folders.get(name).cloned())
         .collect();
     (internal, names)
+}
+
+/// The workspace's own packages (`[workspace.dependencies]` with a `path`) by package name,
+/// each to its member folder (`arbor-restate` → `restate-engine`).
+fn member_folders() -> BTreeMap<String, String> {
+    let manifest: toml::Table = toml::from_str(&read(&root().join("Cargo.toml"))).expect("toml");
+    manifest["workspace"]["dependencies"]
+        .as_table()
+        .expect("workspace dependencies")
+        .iter()
+        .filter_map(|(name, spec)| {
+            let path = spec.get("path")?.as_str()?;
+            Some((name.clone(), path.to_string()))
+        })
+        .collect()
 }
 
 /// The table under "## Crate dependencies" in ARCHITECTURE.md: crate → what it depends on.

@@ -15,6 +15,7 @@ mod mcp;
 mod paths;
 mod providers;
 mod residency;
+mod restate;
 mod resume;
 mod rollout;
 mod sandbox;

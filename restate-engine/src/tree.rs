@@ -1,0 +1,352 @@
+//! The `Session` object's state as data: the spawn graph, each agent's status, whether it owes
+//! a turn, what it has unread, the waits, and quiescence. Every operation takes what the handler
+//! fetched (fresh ids, the time) and returns `Effect`s for the handler to carry out, so the
+//! decisions are tested without a server (`tree/tests.rs`).
+
+mod ops;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use arbor_protocol::{AgentPath, AgentStatus, Event, Mail, MailId, MailKind, SandboxMode};
+use serde::{Deserialize, Serialize};
+
+use crate::wire::{AgentRow, SessionConfig};
+
+/// One agent as the session knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub thread_id: String,
+    pub path: AgentPath,
+    pub parent: Option<AgentPath>,
+    pub nickname: Option<String>,
+    pub role: String,
+    pub tools: Vec<String>,
+    pub sandbox: SandboxMode,
+    pub status: AgentStatus,
+    /// `None` for the root; `Some(true)` while the edge from its parent is open.
+    pub open: Option<bool>,
+    /// Has an active or owed turn: a wake was sent and its turn has not ended.
+    pub busy: bool,
+    /// Mail in its inbox not yet taken by a turn, in arrival order.
+    pub unread: Vec<Unread>,
+    /// An interrupt its running turn has not yet seen.
+    #[serde(default)]
+    pub interrupt: bool,
+}
+
+impl Entry {
+    /// Open (or the root).
+    pub fn is_open(&self) -> bool {
+        self.open != Some(false)
+    }
+}
+
+/// What the session keeps of an unread mail (the content waits in the inbox).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unread {
+    pub id: MailId,
+    pub author: AgentPath,
+    pub kind: MailKind,
+    pub trigger: bool,
+}
+
+/// A blocked `wait_agent` call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wait {
+    pub targets: Vec<AgentPath>,
+    pub all: bool,
+    pub awakeable: String,
+}
+
+/// The whole session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tree {
+    pub session: String,
+    pub config: SessionConfig,
+    pub agents: BTreeMap<AgentPath, Entry>,
+    /// Blocked waits by caller.
+    pub waits: BTreeMap<AgentPath, Wait>,
+    /// Every nickname handed out (the pool draws without replacement).
+    pub nicknames: Vec<String>,
+    /// The tree was quiescent after the root's turn.
+    pub completed: bool,
+    pub final_message: Option<String>,
+    /// How many events the session has recorded.
+    pub events: u64,
+}
+
+/// What the handler does after an operation, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Append to the agent's inbox.
+    Deliver(AgentPath, crate::wire::Input),
+    /// Send `Agent/wake` to the agent (one-way).
+    Wake(AgentPath),
+    /// Tell the agent object it is closed (one-way).
+    Close(AgentPath),
+    /// Resolve a waiting turn's awakeable with the wait's message.
+    Resolve { awakeable: String, message: String },
+    /// Append an event.
+    Event(Event),
+}
+
+/// Fresh values an operation may need, fetched by the handler in one journaled step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Fresh {
+    pub thread_id: String,
+    pub mail_id: String,
+    pub now_ms: i64,
+}
+
+impl Tree {
+    /// A new session whose root gets `prompt`.
+    pub fn start(
+        session: &str,
+        prompt: String,
+        config: SessionConfig,
+        fresh: &Fresh,
+    ) -> (Self, Vec<Effect>) {
+        let root = AgentPath::root();
+        let caps = arbor_roles::Capabilities::root(
+            config.sandbox,
+            arbor_protocol::ApprovalPolicy::OnRequest,
+        );
+        let entry = Entry {
+            thread_id: session.to_string(),
+            path: root.clone(),
+            parent: None,
+            nickname: None,
+            role: arbor_roles::DEFAULT_ROLE.to_string(),
+            tools: caps.tools,
+            sandbox: caps.sandbox,
+            status: AgentStatus::Queued,
+            open: None,
+            busy: true,
+            unread: Vec::new(),
+            interrupt: false,
+        };
+        let _ = fresh;
+        let mut tree = Self {
+            session: session.to_string(),
+            config,
+            agents: BTreeMap::from([(root.clone(), entry)]),
+            waits: BTreeMap::new(),
+            nicknames: Vec::new(),
+            completed: false,
+            final_message: None,
+            events: 0,
+        };
+        let session_id = arbor_protocol::ThreadId::parse(session).ok();
+        let mut effects = Vec::new();
+        if let Some(session_id) = session_id {
+            effects.push(Effect::Event(Event::SessionStarted { session_id }));
+        }
+        effects.push(Effect::Deliver(
+            root.clone(),
+            crate::wire::Input::User { text: prompt },
+        ));
+        effects.push(Effect::Wake(root));
+        tree.settle(&mut effects);
+        (tree, effects)
+    }
+
+    /// The open agent at `path`.
+    pub fn open_agent(&self, path: &AgentPath) -> Option<&Entry> {
+        self.agents.get(path).filter(|entry| entry.is_open())
+    }
+
+    /// Resolves a tool's target (a path as `caller` names it, or a thread id) to a known agent.
+    pub fn resolve(&self, caller: &AgentPath, target: &str) -> Result<&Entry, String> {
+        if let Ok(id) = arbor_protocol::ThreadId::parse(target) {
+            let id = id.as_string();
+            return self
+                .agents
+                .values()
+                .find(|entry| entry.thread_id == id)
+                .ok_or_else(|| format!("agent id `{target}` not found"));
+        }
+        let path = caller.resolve(target).map_err(|error| error.to_string())?;
+        self.agents
+            .get(&path)
+            .ok_or_else(|| format!("live agent path `{path}` not found"))
+    }
+
+    /// Whether any child of `path` (open or not) owes a turn.
+    fn children_busy(&self, path: &AgentPath) -> bool {
+        self.agents
+            .values()
+            .any(|entry| entry.parent.as_ref() == Some(path) && entry.busy)
+    }
+
+    /// Marks `path` as owing a turn and wakes it, unless it owes one already.
+    fn wake(&mut self, path: &AgentPath, effects: &mut Vec<Effect>) {
+        if let Some(entry) = self.agents.get_mut(path)
+            && !entry.busy
+            && entry.is_open()
+            && entry.status != AgentStatus::Closed
+        {
+            entry.busy = true;
+            entry.status = AgentStatus::Queued;
+            effects.push(Effect::Wake(path.clone()));
+        }
+    }
+
+    /// Puts `mail` in its recipient's inbox and says so.
+    fn deliver(&mut self, mail: Mail, effects: &mut Vec<Effect>) {
+        if let Some(entry) = self.agents.get_mut(&mail.recipient) {
+            entry.unread.push(Unread {
+                id: mail.id,
+                author: mail.author.clone(),
+                kind: mail.kind,
+                trigger: mail.trigger_turn,
+            });
+        }
+        effects.push(Effect::Event(Event::MailSent {
+            id: mail.id,
+            kind: mail.kind,
+            author: mail.author.clone(),
+            recipient: mail.recipient.clone(),
+            trigger_turn: mail.trigger_turn,
+        }));
+        effects.push(Effect::Deliver(
+            mail.recipient.clone(),
+            crate::wire::Input::Mail { mail },
+        ));
+    }
+
+    /// After every operation: answer the waits that are over, wake an idle agent owed a turn
+    /// (trigger mail that came after its turn's last request; the wake-once rule), and note
+    /// quiescence.
+    fn settle(&mut self, effects: &mut Vec<Effect>) {
+        let over: Vec<(AgentPath, String)> = self
+            .waits
+            .iter()
+            .filter_map(|(caller, wait)| self.wait_over(caller, wait).map(|m| (caller.clone(), m)))
+            .collect();
+        for (caller, message) in over {
+            if let Some(wait) = self.waits.remove(&caller) {
+                if let Some(entry) = self.agents.get_mut(&caller)
+                    && entry.status == AgentStatus::Waiting
+                {
+                    entry.status = AgentStatus::Running;
+                }
+                effects.push(Effect::Resolve {
+                    awakeable: wait.awakeable,
+                    message,
+                });
+            }
+        }
+        let owed: Vec<AgentPath> = self
+            .agents
+            .values()
+            .filter(|entry| !entry.busy && entry.is_open())
+            .filter(|entry| {
+                entry.unread.iter().any(|mail| mail.trigger)
+                    || (entry
+                        .unread
+                        .iter()
+                        .any(|mail| mail.kind == MailKind::Result)
+                        && !self.children_busy(&entry.path))
+            })
+            .map(|entry| entry.path.clone())
+            .collect();
+        for path in owed {
+            self.wake(&path, effects);
+        }
+        let busy = self.agents.values().any(|entry| entry.busy);
+        if !busy && !self.completed {
+            let root = self.agents.get(&AgentPath::root());
+            if let Some(root) = root
+                && root.status.is_final()
+            {
+                self.completed = true;
+                self.final_message = match &root.status {
+                    AgentStatus::Completed(message) => message.clone(),
+                    _ => None,
+                };
+                if let Ok(session_id) = arbor_protocol::ThreadId::parse(&self.session) {
+                    effects.push(Effect::Event(Event::SessionCompleted {
+                        session_id,
+                        final_message: self.final_message.clone(),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// The message a wait ends with, when it is over.
+    fn wait_over(&self, caller: &AgentPath, wait: &Wait) -> Option<String> {
+        let caller = self.agents.get(caller)?;
+        if wait.all {
+            let busy = wait.targets.iter().any(|target| {
+                self.agents
+                    .get(target)
+                    .is_some_and(|entry| entry.busy && entry.is_open())
+            });
+            if busy {
+                return None;
+            }
+            let states = wait
+                .targets
+                .iter()
+                .map(|target| {
+                    let status = self
+                        .agents
+                        .get(target)
+                        .map_or(AgentStatus::NotFound, |entry| entry.status.clone());
+                    format!("{target} {status}")
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Some(format!("all targets are idle: {states}"));
+        }
+        let mut from: Vec<&AgentPath> = caller
+            .unread
+            .iter()
+            .map(|mail| &mail.author)
+            .filter(|author| wait.targets.contains(author))
+            .collect();
+        from.dedup();
+        if from.is_empty() {
+            return None;
+        }
+        let names = from
+            .iter()
+            .map(|path| path.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!("mail is waiting from {names}"))
+    }
+
+    /// The agents as `arbor agents --json` lists them: root first, then by depth and path.
+    pub fn rows(&self) -> Vec<AgentRow> {
+        let mut rows: Vec<AgentRow> = self
+            .agents
+            .values()
+            .map(|entry| AgentRow {
+                id: entry.thread_id.clone(),
+                path: entry.path.clone(),
+                parent_id: entry
+                    .parent
+                    .as_ref()
+                    .and_then(|parent| self.agents.get(parent))
+                    .map(|parent| parent.thread_id.clone()),
+                depth: entry.path.depth(),
+                nickname: entry.nickname.clone(),
+                role: entry.role.clone(),
+                model: None,
+                status: entry.status.clone(),
+                edge: entry
+                    .open
+                    .map(|open| if open { "open" } else { "closed" }.to_string()),
+                resident: entry.busy,
+                unread: entry.unread.len(),
+                pending_approvals: 0,
+            })
+            .collect();
+        rows.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));
+        rows
+    }
+}

@@ -1,0 +1,283 @@
+//! One turn of an agent, inside `Agent/wake`. At each model-request boundary the turn takes its
+//! inbox from the session; the model request and every command run are journaled steps
+//! (`ctx.run`), so a retried invocation (on this worker or another) replays their results and
+//! repeats none that completed. The history is rebuilt by that replay and stored when the turn
+//! ends; the session learns the end by a one-way `turn_ended`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arbor_model::{AgentIdentity, ModelClient, ModelRequest};
+use arbor_protocol::{AgentPath, Event, ResponseItem, ThreadId, ToolSpec};
+use restate_sdk::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{CLOSED, HISTORY, SERVED};
+use crate::session::{SessionClient, agent_key};
+use crate::wire::{
+    AgentMeta, DrainRequest, Input, SessionConfig, TurnEnded, TurnOutcome, WakeRequest,
+};
+use crate::worker::Worker;
+
+/// What one model step journals.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Step {
+    Answer {
+        items: Vec<ResponseItem>,
+    },
+    /// The model refused for good (a scripted model's exhausted script): the turn errs.
+    Failed {
+        reason: String,
+    },
+}
+
+/// What a turn needs while it runs.
+pub(crate) struct Turn<'a> {
+    pub worker: &'a Arc<Worker>,
+    pub ctx: &'a ObjectContext<'a>,
+    pub meta: AgentMeta,
+    pub config: SessionConfig,
+    pub key: String,
+}
+
+impl Turn<'_> {
+    pub fn session(&self) -> SessionClient<'_> {
+        self.ctx
+            .object_client::<SessionClient>(self.meta.session.clone())
+    }
+
+    /// Reports events to the session (one-way; in order with this turn's other calls).
+    pub fn report(&self, events: Vec<Event>) {
+        if !events.is_empty() {
+            self.session().record(Json(events)).send();
+        }
+    }
+}
+
+/// Runs one turn for `request`.
+pub async fn run(
+    worker: &Arc<Worker>,
+    ctx: &ObjectContext<'_>,
+    request: WakeRequest,
+) -> HandlerResult<()> {
+    if ctx.get::<bool>(CLOSED).await?.unwrap_or(false) {
+        return Ok(());
+    }
+    let mut history = ctx
+        .get::<Json<Vec<ResponseItem>>>(HISTORY)
+        .await?
+        .map(Json::into_inner)
+        .unwrap_or_default();
+    let mut served = usize::try_from(ctx.get::<u64>(SERVED).await?.unwrap_or(0)).unwrap_or(0);
+    let WakeRequest { meta, config } = request;
+    let turn = Turn {
+        worker,
+        ctx,
+        key: agent_key(&meta.session, &meta.path),
+        meta,
+        config,
+    };
+    let outcome = turn_loop(&turn, &mut history, &mut served).await?;
+    ctx.set(HISTORY, Json(history));
+    ctx.set(SERVED, u64::try_from(served).unwrap_or(u64::MAX));
+    if let Some(outcome) = outcome {
+        turn.session()
+            .turn_ended(Json(TurnEnded {
+                path: turn.meta.path.clone(),
+                outcome,
+            }))
+            .send();
+    }
+    Ok(())
+}
+
+/// The request loop; `None` when the agent was closed (the session knows already).
+async fn turn_loop(
+    turn: &Turn<'_>,
+    history: &mut Vec<ResponseItem>,
+    served: &mut usize,
+) -> Result<Option<TurnOutcome>, HandlerError> {
+    let tools = Arc::new(tool_specs(&turn.meta.tools));
+    let mut responses = 0;
+    loop {
+        let drained = turn
+            .session()
+            .drain(Json(DrainRequest {
+                path: turn.meta.path.clone(),
+                turn_start: responses == 0,
+            }))
+            .call()
+            .await?
+            .into_inner();
+        if drained.closed {
+            return Ok(None);
+        }
+        if drained.interrupted {
+            return Ok(Some(TurnOutcome::Interrupted {
+                reason: "interrupted".to_string(),
+            }));
+        }
+        history.extend(drained.inputs.into_iter().map(|input| match input {
+            Input::User { text } => ResponseItem::Message {
+                role: "user".to_string(),
+                content: text,
+            },
+            Input::Mail { mail } => ResponseItem::Message {
+                role: "user".to_string(),
+                content: mail.model_text(),
+            },
+        }));
+        if responses >= turn.config.max_turn_responses {
+            return Ok(Some(TurnOutcome::Errored {
+                reason: "turn response limit reached".to_string(),
+            }));
+        }
+        responses += 1;
+        let step = model_step(turn, history, &tools, *served).await?;
+        *served += 1;
+        let items = match step {
+            Step::Answer { items } => items,
+            Step::Failed { reason } => return Ok(Some(TurnOutcome::Errored { reason })),
+        };
+        let mut events = Vec::new();
+        let mut calls = Vec::new();
+        let mut last_message = None;
+        for item in &items {
+            match item {
+                ResponseItem::Message { content, .. } => {
+                    last_message = Some(content.clone());
+                    events.push(Event::AgentMessage {
+                        path: turn.meta.path.clone(),
+                        text: content.clone(),
+                    });
+                }
+                ResponseItem::FunctionCall {
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    events.push(Event::ToolCall {
+                        path: turn.meta.path.clone(),
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        arguments: serde_json::from_str(arguments)
+                            .unwrap_or_else(|_| serde_json::Value::String(arguments.clone())),
+                    });
+                    calls.push((call_id.clone(), name.clone(), arguments.clone()));
+                }
+                ResponseItem::FunctionCallOutput { .. } | ResponseItem::Reasoning { .. } => {}
+            }
+        }
+        history.extend(items);
+        turn.report(events);
+        if calls.is_empty() {
+            return Ok(Some(TurnOutcome::Completed { last_message }));
+        }
+        let mut results = Vec::new();
+        for (index, (call_id, name, arguments)) in calls.into_iter().enumerate() {
+            // How the step log names a command: the responses served so far × 1000 + the
+            // call's place in its response (model steps are named by their response number).
+            let step_index = (*served) * 1000 + index;
+            let output = crate::calls::dispatch(turn, &name, &arguments, step_index).await?;
+            results.push(Event::ToolResult {
+                path: turn.meta.path.clone(),
+                call_id: call_id.clone(),
+                name,
+                output: output.clone(),
+            });
+            history.push(ResponseItem::FunctionCallOutput { call_id, output });
+        }
+        turn.report(results);
+    }
+}
+
+/// One model request as a journaled step. The scripted model's cursor is set from the durable
+/// count first, so whichever process runs the step asks for the same response.
+async fn model_step(
+    turn: &Turn<'_>,
+    history: &[ResponseItem],
+    tools: &Arc<Vec<ToolSpec>>,
+    served: usize,
+) -> Result<Step, HandlerError> {
+    let meta = &turn.meta;
+    let request = ModelRequest {
+        agent: AgentIdentity {
+            thread_id: ThreadId::parse(&meta.thread_id).unwrap_or_default(),
+            path: meta.path.clone(),
+            nickname: meta.nickname.clone(),
+            role: meta.role.clone(),
+        },
+        model: "script".to_string(),
+        reasoning_effort: None,
+        instructions: meta.instructions.clone(),
+        input: Arc::new(history.to_vec()),
+        tools: tools.clone(),
+        parallel_tool_calls: true,
+        max_output_tokens: None,
+    };
+    let worker = turn.worker.clone();
+    let script = turn.config.script.clone();
+    let session = meta.session.clone();
+    let key = turn.key.clone();
+    let ran_here = Arc::new(AtomicBool::new(false));
+    let ran = ran_here.clone();
+    let step = turn
+        .ctx
+        .run(|| async move {
+            ran.store(true, Ordering::SeqCst);
+            worker.log_step("model", &key, served, "ask");
+            Ok(Json(
+                ask(&worker, &session, script.as_deref(), &request, served).await,
+            ))
+        })
+        .name("model")
+        .await?
+        .into_inner();
+    if ran_here.load(Ordering::SeqCst) {
+        turn.worker.log_step("model", &turn.key, served, "acked");
+    }
+    Ok(step)
+}
+
+async fn ask(
+    worker: &Worker,
+    session: &str,
+    script: Option<&str>,
+    request: &ModelRequest,
+    served: usize,
+) -> Step {
+    let Some(script) = script else {
+        return Step::Failed {
+            reason: "the Restate engine runs only the scripted model so far (--script FILE)"
+                .to_string(),
+        };
+    };
+    let model = match worker.model(session, script) {
+        Ok(model) => model,
+        Err(reason) => return Step::Failed { reason },
+    };
+    model.seek(&request.agent.path, served);
+    let (events, _ignored) = tokio::sync::mpsc::unbounded_channel();
+    match model.respond(request, &events).await {
+        Ok(response) => Step::Answer {
+            items: response.items,
+        },
+        Err(error) => Step::Failed {
+            reason: error.to_string(),
+        },
+    }
+}
+
+/// The tool list an agent is offered: its tool names, each with its schema.
+fn tool_specs(names: &[String]) -> Vec<ToolSpec> {
+    names
+        .iter()
+        .filter_map(|name| crate::calls::spec(name))
+        .collect()
+}
+
+/// The path of the agent a turn runs (for the tools).
+pub(crate) fn caller(turn: &Turn<'_>) -> AgentPath {
+    turn.meta.path.clone()
+}
