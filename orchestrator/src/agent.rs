@@ -32,6 +32,16 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// Who is asking, as a model request names the agent.
+    pub fn for_model(&self) -> arbor_model::AgentIdentity {
+        arbor_model::AgentIdentity {
+            thread_id: self.id(),
+            path: self.path().clone(),
+            nickname: self.meta.nickname.clone(),
+            role: self.meta.role.clone(),
+        }
+    }
+
     /// The agent's thread id.
     pub fn id(&self) -> ThreadId {
         self.meta.thread_id

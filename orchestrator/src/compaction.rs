@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use arbor_model::window::{estimate_tokens, item_bytes, tool_bytes};
-use arbor_model::{AgentIdentity, ModelEvent, ModelRequest, ModelResponse};
+use arbor_model::{ModelEvent, ModelRequest, ModelResponse};
 use arbor_protocol::{
     AgentPath, AgentStatus, Compacted, CompactionTrigger, Event, ResponseItem, RolloutItem,
     ToolSpec, Usage,
@@ -189,12 +189,7 @@ fn summary_request(ctx: &Ctx, agent: &Agent, history: &[ResponseItem]) -> ModelR
         content: COMPACTION_PROMPT.to_string(),
     });
     ModelRequest {
-        agent: AgentIdentity {
-            thread_id: identity.id(),
-            path: identity.path().clone(),
-            nickname: identity.meta.nickname.clone(),
-            role: identity.meta.role.clone(),
-        },
+        agent: identity.for_model(),
         model: identity.meta.model.clone(),
         reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),

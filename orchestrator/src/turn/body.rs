@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arbor_model::{AgentIdentity, Finish, ModelRequest};
+use arbor_model::{Finish, ModelRequest};
 use arbor_protocol::{
     AbortKind, CompactionTrigger, Event, Mail, MailConsumed, ResponseItem, RolloutItem,
 };
@@ -286,12 +286,7 @@ fn take_input(
 fn build_request(ctx: &Ctx, agent: &Agent) -> ModelRequest {
     let identity = &agent.identity;
     ModelRequest {
-        agent: AgentIdentity {
-            thread_id: identity.id(),
-            path: identity.path().clone(),
-            nickname: identity.meta.nickname.clone(),
-            role: identity.meta.role.clone(),
-        },
+        agent: identity.for_model(),
         model: identity.meta.model.clone(),
         reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),
