@@ -219,8 +219,8 @@ impl Agent {
 
     /// Records items of this agent: lines of the session log, visible to the session at once,
     /// durable with the log's next sync. Returns the log's lsn of the last one.
-    pub fn record(&self, items: &[RolloutItem]) -> Result<u64, LogError> {
-        let lsn = self.log.append(self.identity.id(), items.iter().cloned())?;
+    pub fn record(&self, items: impl IntoIterator<Item = RolloutItem>) -> Result<u64, LogError> {
+        let lsn = self.log.append(self.identity.id(), items)?;
         self.recorded(lsn);
         Ok(lsn)
     }

@@ -140,7 +140,7 @@ pub async fn compact(
         usage,
     };
     agent
-        .record(&[
+        .record([
             RolloutItem::Usage(used),
             RolloutItem::Compacted(compacted.clone()),
         ])

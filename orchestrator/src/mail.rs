@@ -28,7 +28,7 @@ pub fn send(
 ) -> Result<Mail, OrchestratorError> {
     let mail = compose(author, recipient, kind, content);
     author
-        .record(&[RolloutItem::MailSent(mail.clone())])
+        .record([RolloutItem::MailSent(mail.clone())])
         .map_err(|err| OrchestratorError::Refused(format!("mail not sent: {err}")))?;
     announce(ctx, &mail);
     ctx.session.send(Input::Mail {

@@ -151,7 +151,7 @@ fn record(agent: &Agent, items: &[ResponseItem]) -> Result<(), String> {
         .cloned()
         .map(RolloutItem::ResponseItem)
         .collect();
-    agent.record(&lines).map_err(|err| err.to_string())?;
+    agent.record(lines).map_err(|err| err.to_string())?;
     agent.runtime().history.extend(items.iter().cloned());
     Ok(())
 }

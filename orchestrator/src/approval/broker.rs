@@ -62,7 +62,7 @@ fn known(agent: &Agent, request: &Request, settled: Option<&Settled>) -> Known {
 
 fn record(agent: &Agent, lines: &[RolloutItem]) -> Result<(), String> {
     agent
-        .record(lines)
+        .record(lines.iter().cloned())
         .map(|_| ())
         .map_err(|err| format!("the approval request could not be recorded: {err}"))
 }
@@ -139,7 +139,7 @@ pub async fn open(
 /// Decides a pending request with `settled`: its line, the event, and the requester back to
 /// `running` (its event follows `approval.decided`).
 pub async fn close(ctx: &Ctx, agent: &Agent, request: &Request, settled: Settled) -> Settled {
-    if let Err(err) = agent.record(&[decided_line(&request.id, &settled)]) {
+    if let Err(err) = agent.record([decided_line(&request.id, &settled)]) {
         tracing::error!(path = %agent.path(), error = %err, "approval decision not recorded");
     }
     ctx.approvals

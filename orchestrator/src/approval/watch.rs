@@ -25,7 +25,7 @@ pub fn answered(ctx: &Ctx, id: &str, approve: bool) {
     let requester = ctx.registry.get(known.requester);
     let append = |lines: &[RolloutItem]| {
         let result = match &requester {
-            Some(agent) => agent.record(lines).map(|_| ()),
+            Some(agent) => agent.record(lines.iter().cloned()).map(|_| ()),
             None => ctx
                 .log
                 .append(known.requester, lines.iter().cloned())

@@ -165,7 +165,7 @@ impl Actor {
         }
         let previous = entry.status.clone();
         if let Some(closer) = closer.and_then(|id| self.ctx.registry.get(id)) {
-            closer.record(&[RolloutItem::AgentClosed(AgentClosed {
+            closer.record([RolloutItem::AgentClosed(AgentClosed {
                 target_id: target,
                 target: entry.path.clone(),
                 previous_status: previous.clone(),

@@ -55,9 +55,7 @@ pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, OrchestratorError
             kind: AbortKind::Interrupted,
             reason: PROCESS_EXIT.to_string(),
         }));
-        agent
-            .record(&lines)
-            .map_err(|err| failed(err.to_string()))?;
+        agent.record(lines).map_err(|err| failed(err.to_string()))?;
     }
     let mut runtime = agent.runtime();
     runtime.history = replay.history.into();

@@ -111,7 +111,7 @@ pub(super) async fn turn_body(
         if let Some(usage) = response.usage {
             lines.push(RolloutItem::Usage(usage));
         }
-        if let Err(err) = agent.record(&lines) {
+        if let Err(err) = agent.record(lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
         {
@@ -212,7 +212,7 @@ pub(super) async fn turn_body(
             .cloned()
             .map(RolloutItem::ResponseItem)
             .collect();
-        if let Err(err) = agent.record(&lines) {
+        if let Err(err) = agent.record(lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
         }
         agent.runtime().history.extend(items.iter().cloned());
@@ -257,7 +257,7 @@ fn take_input(
             .iter()
             .map(|mail| RolloutItem::MailConsumed(MailConsumed { mail: mail.clone() })),
     );
-    agent.record(&lines).map_err(|err| err.to_string())?;
+    agent.record(lines).map_err(|err| err.to_string())?;
     {
         let mut runtime = agent.runtime();
         runtime.history.extend(inputs);
@@ -307,7 +307,7 @@ fn add_note(agent: &Agent, text: String) -> Result<(), String> {
         content: text,
     };
     agent
-        .record(&[RolloutItem::ResponseItem(note.clone())])
+        .record([RolloutItem::ResponseItem(note.clone())])
         .map_err(|err| err.to_string())?;
     agent.runtime().history.extend([note]);
     Ok(())

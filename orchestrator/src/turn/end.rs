@@ -76,7 +76,7 @@ pub fn finish_turn(
     if let Some(mail) = &result {
         lines.push(RolloutItem::MailSent(mail.clone()));
     }
-    if let Err(err) = agent.record(&lines) {
+    if let Err(err) = agent.record(lines) {
         tracing::error!(path = %agent.path(), error = %err, "turn end not recorded");
         // A mail that is not in the log is never sent.
         result = None;

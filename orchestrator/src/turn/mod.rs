@@ -105,7 +105,7 @@ async fn run_turn(
         runtime.turn_no
     };
     let first = inbox.start_turn();
-    let outcome = match agent.record(&[RolloutItem::TurnStarted(TurnStarted { turn: number })]) {
+    let outcome = match agent.record([RolloutItem::TurnStarted(TurnStarted { turn: number })]) {
         Err(err) => Outcome::Aborted(AbortKind::Errored, err.to_string()),
         Ok(_) => {
             ctx.events.emit(Event::TurnStarted {

@@ -87,6 +87,9 @@ struct Entry {
 #[derive(Default)]
 struct State {
     queue: Vec<Entry>,
+    /// The queue the writer last emptied, kept with its capacity for the next round, so
+    /// appends do not grow a fresh vector every round.
+    spare: Vec<Entry>,
     /// The lsn of the last append (lsns count from 1).
     appended: u64,
     durable: u64,

@@ -17,6 +17,9 @@ use super::{
     SyncedLine,
 };
 
+/// The most entries a kept queue may hold room for (a burst's queue is let go).
+const MAX_SPARE: usize = 1 << 16;
+
 /// The writer thread's own state.
 pub(super) struct Writer {
     shared: Arc<Shared>,
@@ -113,8 +116,9 @@ impl Writer {
                     *next_poll = now + POLL;
                 }
                 let stop = state.stop;
+                let spare = std::mem::take(&mut state.spare);
                 return Round {
-                    entries: std::mem::take(&mut state.queue),
+                    entries: std::mem::replace(&mut state.queue, spare),
                     sync: sync || stop,
                     stop,
                     catch_ups: state.catch_ups,
@@ -154,7 +158,7 @@ impl Writer {
     }
 
     /// Writes `entries` after whatever other processes appended meanwhile (read back first).
-    fn write(&mut self, entries: Vec<Entry>) -> Result<(), LogError> {
+    fn write(&mut self, mut entries: Vec<Entry>) -> Result<(), LogError> {
         let path = self.shared.path.clone();
         let len = self
             .file
@@ -172,7 +176,7 @@ impl Writer {
         }
         self.buf.clear();
         let mut lines = Vec::with_capacity(entries.len());
-        for entry in entries {
+        for entry in entries.drain(..) {
             self.last_seq += 1;
             let start = self.buf.len();
             encode_line(
@@ -208,6 +212,9 @@ impl Writer {
         }
         if self.buf.capacity() > (1 << 22) {
             self.buf = Vec::new();
+        }
+        if entries.capacity() <= MAX_SPARE {
+            self.shared.lock().spare = entries;
         }
         Ok(())
     }
