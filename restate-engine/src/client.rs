@@ -12,7 +12,8 @@ use crate::RestateError;
 use crate::session::agent_key;
 use crate::wire::{
     AgentHistory, AgentRow, AnswerReply, AnswerRequest, ApprovalRow, CloseRequest, EventsPage,
-    EventsRequest, InboxReply, OutsideMail, ResumeRequest, SentMail, StartRequest, ToolReply,
+    EventsRequest, InboxReply, OutsideMail, ResumeReply, ResumeRequest, SentMail, StartRequest,
+    ToolReply,
 };
 use arbor_protocol::AgentPath;
 
@@ -205,12 +206,8 @@ impl Ingress {
         .await
     }
 
-    /// A new run of the root with `prompt`; answers the number of its first event.
-    pub async fn resume(
-        &self,
-        session: &str,
-        prompt: &str,
-    ) -> Result<Result<u64, String>, RestateError> {
+    /// A new run of the root with `prompt`.
+    pub async fn resume(&self, session: &str, prompt: &str) -> Result<ResumeReply, RestateError> {
         let request = ResumeRequest {
             prompt: prompt.to_string(),
         };

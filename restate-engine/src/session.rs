@@ -17,8 +17,8 @@ use crate::tree::{Effect, Tree};
 use crate::wire::{
     AgentRow, AnswerReply, AnswerRequest, ApprovalReply, ApprovalRequest, ApprovalRow,
     CloseRequest, DrainReply, DrainRequest, EventsPage, EventsRequest, InboxReply, Input,
-    MailRequest, OutsideMail, ResumeRequest, SentMail, SpawnRequest, StartRequest, Timer,
-    ToolReply, TurnEnded, WaitNow, WaitRequest,
+    MailRequest, OutsideMail, ResumeReply, ResumeRequest, SentMail, SpawnRequest, StartRequest,
+    Timer, ToolReply, TurnEnded, WaitNow, WaitRequest,
 };
 use apply::{apply, fresh, load, operate, read_inboxes, unknown};
 
@@ -291,9 +291,9 @@ impl Session {
         &self,
         ctx: ObjectContext<'_>,
         request: Json<ResumeRequest>,
-    ) -> HandlerResult<Json<Result<u64, String>>> {
+    ) -> HandlerResult<Json<ResumeReply>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, fresh| tree.resume(&request, fresh)).await?;
+        let reply = operate(&ctx, |tree, _| tree.resume(&request)).await?;
         Ok(Json(reply))
     }
 

@@ -356,6 +356,23 @@ pub struct ResumeRequest {
     pub prompt: String,
 }
 
+/// What `Session/resume` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResumeReply {
+    /// The run started; `from` is the number of its first event.
+    Started {
+        from: u64,
+    },
+    /// A run of the root is in progress already.
+    Running {
+        error: String,
+    },
+    Refused {
+        error: String,
+    },
+}
+
 /// `Session/inbox`: the mail an agent has not taken yet.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InboxReply {

@@ -4,7 +4,7 @@
 use arbor_protocol::{AgentPath, MailId, ThreadId};
 
 use super::{Effect, Entry, Fresh, Tree};
-use crate::wire::{Input, MailRequest, OutsideMail, ResumeRequest, SentMail};
+use crate::wire::{Input, MailRequest, OutsideMail, ResumeReply, ResumeRequest, SentMail};
 
 impl Tree {
     /// Whether a run of the root (`exec`, `resume PROMPT`) is in progress.
@@ -55,25 +55,18 @@ impl Tree {
     /// `arbor resume SESSION PROMPT`: the root takes the prompt (with any mail waiting for it)
     /// in a new run, which ends like `exec`'s. Refused while a run is in progress. Answers the
     /// number of the first event of the run.
-    pub fn resume(
-        &mut self,
-        request: &ResumeRequest,
-        fresh: &Fresh,
-    ) -> (Result<u64, String>, Vec<Effect>) {
-        let _ = fresh;
+    pub fn resume(&mut self, request: &ResumeRequest) -> (ResumeReply, Vec<Effect>) {
         let mut effects = Vec::new();
         if request.prompt.trim().is_empty() {
-            return (
-                Err("Empty message can't be sent to an agent".to_string()),
-                effects,
-            );
+            let error = "Empty message can't be sent to an agent".to_string();
+            return (ResumeReply::Refused { error }, effects);
         }
         if self.run_in_progress() {
             let error = format!(
                 "session {} is still running its last prompt: wait for it to complete",
                 self.session
             );
-            return (Err(error), effects);
+            return (ResumeReply::Running { error }, effects);
         }
         let from = self.events;
         let root = AgentPath::root();
@@ -88,7 +81,7 @@ impl Tree {
         ));
         self.wake(&root, &mut effects);
         self.settle(&mut effects);
-        (Ok(from), effects)
+        (ResumeReply::Started { from }, effects)
     }
 
     /// The agent `target` names for the read commands: a thread id, or a path from `/root`
