@@ -1,6 +1,7 @@
 //! Following a Restate session's events: every page of the `Session` object's `events`
 //! handler from event `from` on, printed as it comes (JSON Lines with `--json`, progress on
-//! stderr otherwise), until the run completes or the tree is quiescent. While the server is
+//! stderr otherwise, with how to answer each approval request), until the run completes or the
+//! tree is quiescent. While the server is
 //! unreachable (a restart) it keeps asking, for up to two minutes; the tree itself survives.
 
 use std::time::{Duration, Instant};
@@ -55,6 +56,12 @@ pub async fn follow(
                 || !matches!(line.event, arbor_protocol::Event::SessionStarted { .. })
             {
                 print(mode, line);
+            }
+            // Nothing answers at this terminal: say how to answer from any.
+            if mode == Mode::Human
+                && let arbor_protocol::Event::ApprovalRequested { id, .. } = &line.event
+            {
+                eprintln!("  answer with: arbor approve|deny {session} {id} --engine restate");
             }
         }
         next = page.next;
