@@ -64,7 +64,9 @@ impl SessionTree {
         Some(Self::build(root, threads, edges, include_closed))
     }
 
-    fn build(
+    /// The tree of `root_record` over `threads` and the spawn `edges` (child → parent and the
+    /// edge's status), for a caller that holds the agents itself (the Restate engine).
+    pub fn build(
         root_record: ThreadRecord,
         threads: Vec<ThreadRecord>,
         edges: Vec<(ThreadId, (ThreadId, EdgeStatus))>,

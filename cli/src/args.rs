@@ -312,6 +312,8 @@ pub struct ResumeArgs {
     pub last: bool,
     #[command(flatten)]
     pub run: RunOptions,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -320,6 +322,8 @@ pub struct SendArgs {
     /// Agent path or thread id.
     pub target: String,
     pub message: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -330,6 +334,8 @@ pub struct FollowupArgs {
     pub message: String,
     #[command(flatten)]
     pub run: RunOptions,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -419,14 +425,19 @@ pub struct AnswerArgs {
     pub session: String,
     /// The approval request's id (see `arbor approvals`).
     pub request_id: String,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct MailArgs {
     pub session: String,
-    pub target: String,
+    /// Agent path or thread id (default: /root).
+    pub target: Option<String>,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -112,8 +112,17 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             runtime()?.block_on(restate::exec(args))
         }
         Command::Exec(args) => runtime()?.block_on(exec::exec(home, args)),
+        Command::Resume(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::resume(&args))
+        }
         Command::Resume(args) => runtime()?.block_on(session::resume(home, args)),
+        Command::Followup(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::followup(&args))
+        }
         Command::Followup(args) => runtime()?.block_on(session::followup(home, args)),
+        Command::Send(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::send(&args))
+        }
         Command::Send(args) => session::send(&home, &args),
         Command::Compact(args) => runtime()?.block_on(compact::compact(home, args)),
         Command::Gc(args) => gc::gc(&home, &args),
@@ -135,9 +144,18 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             runtime()?.block_on(restate::agents(&args)).map(|()| 0)
         }
         Command::Agents(args) => read::agents(&home, &args).map(|()| 0),
-        Command::Approvals(args) if args.engine.engine == args::EngineKind::Restate => Err(
-            CliError::usage("approvals are not available with --engine restate yet"),
-        ),
+        Command::Approvals(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::approvals(&args)).map(|()| 0)
+        }
+        Command::Approve(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::answer(&home, &args, true))
+        }
+        Command::Deny(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::answer(&home, &args, false))
+        }
+        Command::Mail(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::mail(&args)).map(|()| 0)
+        }
         Command::Sessions(args) => read::sessions(&home, args.json).map(|()| 0),
         Command::Log(args) => read::log(&home, &args).map(|()| 0),
         Command::Mail(args) => read::mail(&home, &args).map(|()| 0),

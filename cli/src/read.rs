@@ -375,7 +375,7 @@ pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
 
 pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
-    let row = find_thread(&view, &args.target)?;
+    let row = find_thread(&view, args.target.as_deref().unwrap_or("/root"))?;
     let mail: Vec<_> = view.state.unread(row.record.id()).collect();
     let mut stdout = std::io::stdout().lock();
     if args.json {

@@ -1,15 +1,10 @@
 //! The tools a turn runs on the Restate engine: the multi-agent tools as calls to the
 //! `Session` object (it decides; the turn only asks), `wait_agent` on an awakeable the session
-//! resolves, and `exec_command` through `arbor-tools` as a journaled step.
+//! resolves, and `exec_command` behind its approval gate (`exec.rs`).
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_protocol::ToolSpec;
-use arbor_tools::{
-    ExecArgs, ExecConfig, ExecRequest, SandboxLauncher, SandboxPermissions, run_exec,
-};
+use arbor_protocol::{ResponseItem, ToolSpec};
 use restate_sdk::prelude::*;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -18,16 +13,13 @@ use serde_json::json;
 use crate::turn::{Turn, caller};
 use crate::wire::{CloseRequest, MailRequest, SpawnRequest, WaitNow, WaitRequest};
 
-/// What a model reads for a command that needs an approval, which this engine cannot ask for.
-pub const NO_APPROVALS: &str = "This action needs approval, which the Restate engine cannot ask \
-                                for yet, so it was not run.";
-
-/// Runs one call and returns what the model reads.
+/// Runs one call and returns what the model reads; `history` is the turn's so far.
 pub(crate) async fn dispatch(
     turn: &Turn<'_>,
     name: &str,
     arguments: &str,
     step: usize,
+    history: &[ResponseItem],
 ) -> Result<String, HandlerError> {
     if !turn.meta.tools.iter().any(|tool| tool == name) {
         return Ok(format!("tool `{name}` is not available to this agent"));
@@ -40,7 +32,7 @@ pub(crate) async fn dispatch(
         "close_agent" => close_agent(turn, arguments, false).await?,
         "interrupt_agent" => close_agent(turn, arguments, true).await?,
         "list_agents" => list_agents(turn, arguments).await?,
-        "exec_command" => exec_command(turn, arguments, step).await?,
+        "exec_command" => crate::exec::exec_command(turn, arguments, step, history).await?,
         other => Err(format!(
             "tool `{other}` is not available on the Restate engine yet"
         )),
@@ -303,42 +295,6 @@ async fn list_agents(
         })
         .collect();
     Ok(Ok(json!({"agents": agents}).to_string()))
-}
-
-/// `exec_command` as a journaled step: run once, its output replayed on a retry. Commands run
-/// in the agent's Landlock sandbox; one that asks for escalation is refused (no approvals yet).
-async fn exec_command(
-    turn: &Turn<'_>,
-    arguments: &str,
-    step: usize,
-) -> Result<Result<String, String>, HandlerError> {
-    let args = match ExecArgs::parse(arguments) {
-        Ok(args) => args,
-        Err(error) => return Ok(Err(error.to_string())),
-    };
-    if args.permissions() == SandboxPermissions::RequireEscalated {
-        return Ok(Err(NO_APPROVALS.to_string()));
-    }
-    let cwd = turn.config.cwd.clone();
-    let sandbox = turn.meta.sandbox;
-    let worker = turn.worker.clone();
-    let key = turn.key.clone();
-    let output = turn
-        .ctx
-        .run(|| async move {
-            worker.log_step("exec_command", &key, step, "ask");
-            let config = ExecConfig::default();
-            let request = match ExecRequest::from_args(&args, Path::new(&cwd), &config) {
-                Ok(request) => request,
-                Err(error) => return Ok(Json(Err(error.to_string()))),
-            };
-            let launcher = SandboxLauncher::new(sandbox, cwd.clone(), false);
-            let outcome = run_exec(request.with_launcher(Arc::new(launcher))).await;
-            Ok(Json(Ok(outcome.to_model_output())))
-        })
-        .name("exec_command")
-        .await?;
-    Ok(output.into_inner())
 }
 
 /// The schema of a tool this engine offers (`None` for the ones it does not run yet).

@@ -11,7 +11,9 @@ use serde_json::json;
 use crate::RestateError;
 use crate::session::agent_key;
 use crate::wire::{
-    AgentHistory, AgentRow, CloseRequest, EventsPage, EventsRequest, StartRequest, ToolReply,
+    AgentHistory, AgentRow, AnswerReply, AnswerRequest, ApprovalRow, CloseRequest, EventsPage,
+    EventsRequest, InboxReply, OutsideMail, ResumeReply, ResumeRequest, SentMail, StartRequest,
+    ToolReply,
 };
 use arbor_protocol::AgentPath;
 
@@ -161,6 +163,70 @@ impl Ingress {
         };
         let url = self.url("Session", session, "close");
         post(&self.http, &url, Some(&request)).await
+    }
+
+    /// Every approval request of the session and its decision.
+    pub async fn approvals(&self, session: &str) -> Result<Vec<ApprovalRow>, RestateError> {
+        post::<(), _>(&self.http, &self.url("Session", session, "approvals"), None).await
+    }
+
+    /// `arbor approve` (`approve`) or `arbor deny` of request `id`.
+    pub async fn answer(
+        &self,
+        session: &str,
+        id: &str,
+        approve: bool,
+    ) -> Result<Result<AnswerReply, String>, RestateError> {
+        let request = AnswerRequest {
+            id: id.to_string(),
+            approve,
+        };
+        let url = self.url("Session", session, "answer");
+        post(&self.http, &url, Some(&request)).await
+    }
+
+    /// Mail from `/root` to `target`: queue only, or a follow-up that wakes it.
+    pub async fn send(
+        &self,
+        session: &str,
+        target: &str,
+        content: &str,
+        followup: bool,
+    ) -> Result<Result<SentMail, String>, RestateError> {
+        let request = OutsideMail {
+            target: target.to_string(),
+            content: content.to_string(),
+            followup,
+        };
+        post(
+            &self.http,
+            &self.url("Session", session, "send"),
+            Some(&request),
+        )
+        .await
+    }
+
+    /// A new run of the root with `prompt`.
+    pub async fn resume(&self, session: &str, prompt: &str) -> Result<ResumeReply, RestateError> {
+        let request = ResumeRequest {
+            prompt: prompt.to_string(),
+        };
+        post(
+            &self.http,
+            &self.url("Session", session, "resume"),
+            Some(&request),
+        )
+        .await
+    }
+
+    /// The mail `target` has not taken yet.
+    pub async fn inbox(
+        &self,
+        session: &str,
+        target: &str,
+    ) -> Result<Result<InboxReply, String>, RestateError> {
+        let url = self.url("Session", session, "inbox");
+        post(&self.http, &url, Some(target)).await
     }
 
     /// An agent's model history.

@@ -6,9 +6,11 @@
 //! `docs/engines.md`.
 
 mod agent;
+pub mod approval;
 mod calls;
 pub mod client;
 mod error;
+mod exec;
 pub mod server;
 mod session;
 mod tree;
@@ -17,9 +19,9 @@ pub mod wire;
 pub mod worker;
 
 pub use agent::Agent;
-pub use calls::NO_APPROVALS;
 pub use client::{Ingress, register_deployment};
 pub use error::RestateError;
 pub use server::{LocalServer, ServerSpec, free_port};
 pub use session::{Session, agent_key};
+pub use tree::guardian_path;
 pub use worker::Worker;

@@ -3,21 +3,24 @@
 //! one operation and carries out its effects; agents reach it by request-response calls that it
 //! answers without ever calling an agent back (it only sends), so no cycle of calls can block.
 //!
-//! State keys: `tree` (the `Tree`), `inbox<path>` (an agent's untaken inputs, in arrival
-//! order), `event/<n>` (the n-th event line).
+//! State keys: `tree` (the `Tree`, the approval requests included), `inbox<path>` (an agent's
+//! untaken inputs, in arrival order), `event/<n>` (the n-th event line). The session sets
+//! itself timers (the approval wait, the guardian's review deadline) as delayed calls of its
+//! `timer` handler.
 
-use std::collections::HashMap;
+mod apply;
 
-use arbor_protocol::{AgentPath, Event, EventLine, MailId, ThreadId, Timestamp};
+use arbor_protocol::{AgentPath, Event, EventLine, Mail, Timestamp};
 use restate_sdk::prelude::*;
 
-use crate::agent::AgentClient;
-use crate::tree::{Effect, Fresh, Tree};
+use crate::tree::{Effect, Tree};
 use crate::wire::{
-    AgentMeta, AgentRow, CloseRequest, DrainReply, DrainRequest, EventsPage, EventsRequest, Input,
-    MailRequest, SpawnRequest, StartRequest, ToolReply, TurnEnded, WaitNow, WaitRequest,
-    WakeRequest,
+    AgentRow, AnswerReply, AnswerRequest, ApprovalReply, ApprovalRequest, ApprovalRow,
+    CloseRequest, DrainReply, DrainRequest, EventsPage, EventsRequest, InboxReply, Input,
+    MailRequest, OutsideMail, ResumeReply, ResumeRequest, SentMail, SpawnRequest, StartRequest,
+    Timer, ToolReply, TurnEnded, WaitNow, WaitRequest,
 };
+use apply::{apply, fresh, load, operate, read_inboxes, unknown};
 
 const TREE: &str = "tree";
 
@@ -38,149 +41,6 @@ fn event_key(n: u64) -> String {
 /// The `Session` object.
 #[derive(Debug, Default)]
 pub struct Session;
-
-/// A handler's refusal for a session that was never started.
-fn unknown(session: &str) -> HandlerError {
-    TerminalError::new_with_code(404, format!("unknown session {session}")).into()
-}
-
-async fn load(ctx: &ObjectContext<'_>) -> Result<Tree, HandlerError> {
-    match ctx.get::<Json<Tree>>(TREE).await? {
-        Some(tree) => Ok(tree.into_inner()),
-        None => Err(unknown(ctx.key())),
-    }
-}
-
-/// The fresh ids and time one operation may use, journaled so a retry sees the same ones.
-async fn fresh(ctx: &ObjectContext<'_>) -> Result<Fresh, HandlerError> {
-    let fresh = ctx
-        .run(|| async {
-            Ok(Json(Fresh {
-                thread_id: ThreadId::new().as_string(),
-                mail_id: MailId::new().to_string(),
-                now_ms: Timestamp::now().as_millis(),
-            }))
-        })
-        .name("fresh")
-        .await?;
-    Ok(fresh.into_inner())
-}
-
-/// What `Agent/wake` carries for `path`.
-fn wake_request(tree: &Tree, path: &AgentPath) -> Option<WakeRequest> {
-    let entry = tree.agents.get(path)?;
-    let roles = arbor_roles::RoleSet::builtin();
-    let instructions = roles
-        .get(&entry.role)
-        .map(|role| role.developer_instructions.clone())
-        .unwrap_or_default();
-    Some(WakeRequest {
-        meta: AgentMeta {
-            session: tree.session.clone(),
-            thread_id: entry.thread_id.clone(),
-            path: path.clone(),
-            nickname: entry.nickname.clone(),
-            role: entry.role.clone(),
-            instructions,
-            tools: entry.tools.clone(),
-            sandbox: entry.sandbox,
-        },
-        config: tree.config.clone(),
-    })
-}
-
-/// The inboxes `effects` append to, read before they are carried out, by key.
-type Inboxes = HashMap<String, Vec<Input>>;
-
-/// Reads the inboxes the effects will append to, so `apply` can write them whole.
-async fn read_inboxes(
-    ctx: &ObjectContext<'_>,
-    effects: &[Effect],
-) -> Result<Inboxes, HandlerError> {
-    let mut read = Inboxes::new();
-    for effect in effects {
-        if let Effect::Deliver(path, _) = effect {
-            let key = inbox_key(path);
-            if read.contains_key(&key) {
-                continue;
-            }
-            let inputs = ctx
-                .get::<Json<Vec<Input>>>(&key)
-                .await?
-                .map(Json::into_inner)
-                .unwrap_or_default();
-            read.insert(key, inputs);
-        }
-    }
-    Ok(read)
-}
-
-/// Carries out `effects` in order, then stores the inboxes and the tree.
-fn apply(
-    ctx: &ObjectContext<'_>,
-    tree: &mut Tree,
-    effects: Vec<Effect>,
-    mut inboxes: Inboxes,
-    now_ms: i64,
-) {
-    let mut touched = Vec::new();
-    for effect in effects {
-        match effect {
-            Effect::Deliver(path, input) => {
-                let key = inbox_key(&path);
-                if !touched.contains(&key) {
-                    touched.push(key.clone());
-                }
-                inboxes.entry(key).or_default().push(input);
-            }
-            Effect::Wake(path) => {
-                if let Some(request) = wake_request(tree, &path) {
-                    ctx.object_client::<AgentClient>(agent_key(&tree.session, &path))
-                        .wake(Json(request))
-                        .send();
-                }
-            }
-            Effect::Close(path) => {
-                ctx.object_client::<AgentClient>(agent_key(&tree.session, &path))
-                    .close()
-                    .send();
-            }
-            Effect::Resolve { awakeable, message } => {
-                ctx.resolve_awakeable(&awakeable, message);
-            }
-            Effect::Event(event) => record(ctx, tree, event, now_ms),
-        }
-    }
-    for key in touched {
-        if let Some(inputs) = inboxes.remove(&key) {
-            ctx.set(&key, Json(inputs));
-        }
-    }
-    ctx.set(TREE, Json(tree.clone()));
-}
-
-fn record(ctx: &ObjectContext<'_>, tree: &mut Tree, event: Event, now_ms: i64) {
-    let line = EventLine {
-        event,
-        ts: Timestamp::from_millis(now_ms),
-        lsn: tree.events,
-    };
-    ctx.set(&event_key(tree.events), Json(line));
-    tree.events += 1;
-}
-
-/// Loads the tree, runs `op`, carries out its effects.
-async fn operate<R>(
-    ctx: &ObjectContext<'_>,
-    op: impl FnOnce(&mut Tree, &Fresh) -> (R, Vec<Effect>),
-) -> Result<R, HandlerError> {
-    let mut tree = load(ctx).await?;
-    let fresh = fresh(ctx).await?;
-    let (reply, effects) = op(&mut tree, &fresh);
-    let inboxes = read_inboxes(ctx, &effects).await?;
-    apply(ctx, &mut tree, effects, inboxes, fresh.now_ms);
-    Ok(reply)
-}
 
 #[restate_sdk::object(name = "Session")]
 impl Session {
@@ -264,6 +124,7 @@ impl Session {
             inputs
         };
         let fresh = fresh(&ctx).await?;
+        tree.now = Timestamp::from_millis(fresh.now_ms);
         let effects = tree.drained(&request.path, &inputs, request.turn_start);
         let inboxes = read_inboxes(&ctx, &effects).await?;
         apply(&ctx, &mut tree, effects, inboxes, fresh.now_ms);
@@ -367,6 +228,7 @@ impl Session {
             completed: tree.completed && end == tree.events,
             final_message: tree.final_message.clone(),
             root_status,
+            quiescent: !tree.busy() && end == tree.events,
         }))
     }
 
@@ -377,5 +239,104 @@ impl Session {
             return Err(unknown(ctx.key()));
         };
         Ok(Json(tree.into_inner().rows()))
+    }
+
+    /// An `exec_command` that needs approval: decided now, or pending (the requester's turn
+    /// waits on the awakeable it sent).
+    #[handler]
+    async fn request_approval(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<ApprovalRequest>,
+    ) -> HandlerResult<Json<ApprovalReply>> {
+        let request = request.into_inner();
+        let reply = operate(&ctx, |tree, fresh| tree.request_approval(&request, fresh)).await?;
+        Ok(Json(reply))
+    }
+
+    /// `arbor approve|deny`.
+    #[handler]
+    async fn answer(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<AnswerRequest>,
+    ) -> HandlerResult<Json<Result<AnswerReply, String>>> {
+        let request = request.into_inner();
+        let reply = operate(&ctx, |tree, _| tree.answer(&request)).await?;
+        Ok(Json(reply))
+    }
+
+    /// A timer the session set for itself.
+    #[handler]
+    async fn timer(&self, ctx: ObjectContext<'_>, timer: Json<Timer>) -> HandlerResult<()> {
+        let timer = timer.into_inner();
+        operate(&ctx, |tree, _| ((), tree.timer(&timer))).await
+    }
+
+    /// `arbor send` and `arbor followup`: mail from `/root`.
+    #[handler]
+    async fn send(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<OutsideMail>,
+    ) -> HandlerResult<Json<Result<SentMail, String>>> {
+        let request = request.into_inner();
+        let reply = operate(&ctx, |tree, fresh| tree.send_outside(&request, fresh)).await?;
+        Ok(Json(reply))
+    }
+
+    /// `arbor resume SESSION PROMPT`: a new run of the root.
+    #[handler]
+    async fn resume(
+        &self,
+        ctx: ObjectContext<'_>,
+        request: Json<ResumeRequest>,
+    ) -> HandlerResult<Json<ResumeReply>> {
+        let request = request.into_inner();
+        let reply = operate(&ctx, |tree, _| tree.resume(&request)).await?;
+        Ok(Json(reply))
+    }
+
+    /// Every approval request and its decision, as `arbor approvals --json` lists them.
+    #[handler]
+    async fn approvals(
+        &self,
+        ctx: SharedObjectContext<'_>,
+    ) -> HandlerResult<Json<Vec<ApprovalRow>>> {
+        let Some(tree) = ctx.get::<Json<Tree>>(TREE).await? else {
+            return Err(unknown(ctx.key()));
+        };
+        Ok(Json(tree.into_inner().approval_rows()))
+    }
+
+    /// The mail `target` (a path from `/root` or a thread id) has not taken yet, in arrival
+    /// order.
+    #[handler]
+    async fn inbox(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        target: Json<String>,
+    ) -> HandlerResult<Json<Result<InboxReply, String>>> {
+        let Some(tree) = ctx.get::<Json<Tree>>(TREE).await? else {
+            return Err(unknown(ctx.key()));
+        };
+        let tree = tree.into_inner();
+        let path = match tree.find_agent(&target.into_inner()) {
+            Ok(entry) => entry.path.clone(),
+            Err(error) => return Ok(Json(Err(error))),
+        };
+        let inputs = ctx
+            .get::<Json<Vec<Input>>>(&inbox_key(&path))
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        let mail: Vec<Mail> = inputs
+            .into_iter()
+            .filter_map(|input| match input {
+                Input::Mail { mail } => Some(mail),
+                Input::User { .. } => None,
+            })
+            .collect();
+        Ok(Json(Ok(InboxReply { path, mail })))
     }
 }

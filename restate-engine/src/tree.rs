@@ -3,16 +3,26 @@
 //! fetched (fresh ids, the time) and returns `Effect`s for the handler to carry out, so the
 //! decisions are tested without a server (`tree/tests.rs`).
 
+#[cfg(test)]
+mod approval_tests;
+mod approvals;
 mod ops;
+mod outside;
+mod review;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
-use arbor_protocol::{AgentPath, AgentStatus, Event, Mail, MailId, MailKind, SandboxMode};
+use arbor_protocol::{
+    AgentPath, AgentStatus, Event, Mail, MailId, MailKind, SandboxMode, Timestamp,
+};
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{AgentRow, SessionConfig};
+use crate::approval::Approval;
+use crate::wire::{AgentRow, Decided, SessionConfig, Timer};
+
+pub use review::guardian_path;
 
 /// One agent as the session knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +44,15 @@ pub struct Entry {
     /// An interrupt its running turn has not yet seen.
     #[serde(default)]
     pub interrupt: bool,
+    /// An internal agent (the guardian): not one of its parent's children for the model.
+    #[serde(default)]
+    pub internal: bool,
+    /// How many turns it has started.
+    #[serde(default)]
+    pub turns: u64,
+    /// Consecutive denials of its requests the guardian reviewed: (turn, count).
+    #[serde(default)]
+    pub streak: (u64, u32),
 }
 
 impl Entry {
@@ -75,6 +94,38 @@ pub struct Tree {
     pub final_message: Option<String>,
     /// How many events the session has recorded.
     pub events: u64,
+    /// A run of the root (`exec`, `resume PROMPT`) is in progress: results wake the root once.
+    /// Under `arbor followup` on a finished tree they wait for the next run.
+    #[serde(default = "yes")]
+    pub root_driven: bool,
+    /// Every approval request, in request order.
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
+    /// Requests waiting for the guardian, in order.
+    #[serde(default)]
+    pub reviews: VecDeque<String>,
+    /// The review the guardian is working on.
+    #[serde(default)]
+    pub reviewing: Option<Reviewing>,
+    /// The time of the operation being applied (set by the handler; not stored).
+    #[serde(skip)]
+    pub now: Timestamp,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The guardian's review in progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reviewing {
+    /// The request under review.
+    pub id: String,
+    /// 0 for the first attempt, 1 for the retry after a missed deadline.
+    pub attempt: u32,
+    /// The deadline passed: the guardian's turn is being stopped, and the review is asked
+    /// again once it has ended.
+    pub retry: bool,
 }
 
 /// What the handler does after an operation, in order.
@@ -88,6 +139,10 @@ pub enum Effect {
     Close(AgentPath),
     /// Resolve a waiting turn's awakeable with the wait's message.
     Resolve { awakeable: String, message: String },
+    /// Resolve the awakeable of a turn waiting for an approval with its decision.
+    Decide { awakeable: String, decided: Decided },
+    /// Call the session back with `timer` after `after_ms` (a delayed one-way call).
+    Later { after_ms: u64, timer: Timer },
     /// Append an event.
     Event(Event),
 }
@@ -109,10 +164,11 @@ impl Tree {
         fresh: &Fresh,
     ) -> (Self, Vec<Effect>) {
         let root = AgentPath::root();
-        let caps = arbor_roles::Capabilities::root(
-            config.sandbox,
-            arbor_protocol::ApprovalPolicy::OnRequest,
-        );
+        let caps = arbor_roles::Capabilities::root(config.sandbox, config.approval_policy);
+        let mut config = config;
+        if config.root_task.is_empty() {
+            config.root_task = prompt.clone();
+        }
         let entry = Entry {
             thread_id: session.to_string(),
             path: root.clone(),
@@ -126,8 +182,10 @@ impl Tree {
             busy: true,
             unread: Vec::new(),
             interrupt: false,
+            internal: false,
+            turns: 0,
+            streak: (0, 0),
         };
-        let _ = fresh;
         let mut tree = Self {
             session: session.to_string(),
             config,
@@ -137,6 +195,11 @@ impl Tree {
             completed: false,
             final_message: None,
             events: 0,
+            root_driven: true,
+            approvals: Vec::new(),
+            reviews: VecDeque::new(),
+            reviewing: None,
+            now: Timestamp::from_millis(fresh.now_ms),
         };
         let session_id = arbor_protocol::ThreadId::parse(session).ok();
         let mut effects = Vec::new();
@@ -173,11 +236,16 @@ impl Tree {
             .ok_or_else(|| format!("live agent path `{path}` not found"))
     }
 
-    /// Whether any child of `path` (open or not) owes a turn.
+    /// Whether any child of `path` (open or not; internal agents left out) owes a turn.
     fn children_busy(&self, path: &AgentPath) -> bool {
         self.agents
             .values()
-            .any(|entry| entry.parent.as_ref() == Some(path) && entry.busy)
+            .any(|entry| entry.parent.as_ref() == Some(path) && entry.busy && !entry.internal)
+    }
+
+    /// Whether a human can answer approval requests at all.
+    pub fn human_reachable(&self) -> bool {
+        self.config.approval_wait_ms != Some(0)
     }
 
     /// Marks `path` as owing a turn and wakes it, unless it owes one already.
@@ -220,6 +288,7 @@ impl Tree {
     /// (trigger mail that came after its turn's last request; the wake-once rule), and note
     /// quiescence.
     fn settle(&mut self, effects: &mut Vec<Effect>) {
+        self.pump_reviews(effects);
         let over: Vec<(AgentPath, String)> = self
             .waits
             .iter()
@@ -248,20 +317,25 @@ impl Tree {
                         .unread
                         .iter()
                         .any(|mail| mail.kind == MailKind::Result)
-                        && !self.children_busy(&entry.path))
+                        && !self.children_busy(&entry.path)
+                        && (self.root_driven || !entry.path.is_root()))
             })
             .map(|entry| entry.path.clone())
             .collect();
         for path in owed {
             self.wake(&path, effects);
         }
-        let busy = self.agents.values().any(|entry| entry.busy);
-        if !busy && !self.completed {
+        let waiting = self
+            .approvals
+            .iter()
+            .any(|approval| approval.is_pending() && approval.waiter.is_some());
+        if !self.busy() && !waiting && !self.completed {
             let root = self.agents.get(&AgentPath::root());
             if let Some(root) = root
                 && root.status.is_final()
             {
                 self.completed = true;
+                self.root_driven = false;
                 self.final_message = match &root.status {
                     AgentStatus::Completed(message) => message.clone(),
                     _ => None,
@@ -276,9 +350,23 @@ impl Tree {
         }
     }
 
-    /// The message a wait ends with, when it is over.
+    /// Whether any agent has an active or owed turn.
+    pub fn busy(&self) -> bool {
+        self.agents.values().any(|entry| entry.busy)
+    }
+
+    /// The message a wait ends with, when it is over: a target waits for an approval, a
+    /// target's mail waits (any), or every target is idle (all).
     fn wait_over(&self, caller: &AgentPath, wait: &Wait) -> Option<String> {
         let caller = self.agents.get(caller)?;
+        let approving = wait.targets.iter().find(|target| {
+            self.agents
+                .get(*target)
+                .is_some_and(|entry| entry.status == AgentStatus::AwaitingApproval)
+        });
+        if let Some(target) = approving {
+            return Some(format!("{target} is waiting for an approval"));
+        }
         if wait.all {
             let busy = wait.targets.iter().any(|target| {
                 self.agents
@@ -343,7 +431,7 @@ impl Tree {
                     .map(|open| if open { "open" } else { "closed" }.to_string()),
                 resident: entry.busy,
                 unread: entry.unread.len(),
-                pending_approvals: 0,
+                pending_approvals: self.pending_of(&entry.path),
             })
             .collect();
         rows.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));

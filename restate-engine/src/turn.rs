@@ -179,7 +179,8 @@ async fn turn_loop(
             // How the step log names a command: the responses served so far × 1000 + the
             // call's place in its response (model steps are named by their response number).
             let step_index = (*served) * 1000 + index;
-            let output = crate::calls::dispatch(turn, &name, &arguments, step_index).await?;
+            let output =
+                crate::calls::dispatch(turn, &name, &arguments, step_index, history).await?;
             results.push(Event::ToolResult {
                 path: turn.meta.path.clone(),
                 call_id: call_id.clone(),

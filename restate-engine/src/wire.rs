@@ -1,8 +1,14 @@
 //! What the worker's handlers, the command line and the tests send each other: the request and
 //! reply bodies of the `Session` and `Agent` handlers, as JSON.
 
-use arbor_protocol::{AgentPath, AgentStatus, EventLine, Mail, SandboxMode};
+use arbor_protocol::{
+    AgentPath, AgentStatus, ApprovalPolicy, ApprovalsReviewer, EventLine, Mail, MailId,
+    SandboxMode, Timestamp,
+};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::approval::{ApprovalKey, Grant};
 
 /// Settings fixed when a session starts, carried with every wake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,6 +26,29 @@ pub struct SessionConfig {
     pub wait_default_ms: u64,
     pub wait_min_ms: u64,
     pub wait_max_ms: u64,
+    /// Who may run what without asking (behaviour §7).
+    #[serde(default = "on_request")]
+    pub approval_policy: ApprovalPolicy,
+    #[serde(default)]
+    pub reviewer: ApprovalsReviewer,
+    /// How long a request waits for a human: `None` without limit, `Some(0)` when nobody can
+    /// be asked.
+    #[serde(default)]
+    pub approval_wait_ms: Option<u64>,
+    /// How long one guardian review may take.
+    #[serde(default = "review_deadline")]
+    pub review_deadline_ms: u64,
+    /// The root user's task (its first prompt), which the guardian is shown; set at start.
+    #[serde(default)]
+    pub root_task: String,
+}
+
+fn on_request() -> ApprovalPolicy {
+    ApprovalPolicy::OnRequest
+}
+
+fn review_deadline() -> u64 {
+    arbor_guardian::DEFAULT_REVIEW_DEADLINE_SECS * 1000
 }
 
 impl SessionConfig {
@@ -34,6 +63,11 @@ impl SessionConfig {
             wait_default_ms: 30_000,
             wait_min_ms: 1_000,
             wait_max_ms: 3_600_000,
+            approval_policy: ApprovalPolicy::OnRequest,
+            reviewer: ApprovalsReviewer::User,
+            approval_wait_ms: None,
+            review_deadline_ms: review_deadline(),
+            root_task: String::new(),
         }
     }
 }
@@ -185,6 +219,9 @@ pub struct EventsPage {
     pub final_message: Option<String>,
     /// How the root's last turn ended (`None` before it ended).
     pub root_status: Option<AgentStatus>,
+    /// No agent has an active or owed turn, and every event is in the page.
+    #[serde(default)]
+    pub quiescent: bool,
 }
 
 /// One agent as `arbor agents --json` shows it (cli.md).
@@ -211,4 +248,134 @@ pub struct AgentHistory {
     pub items: Vec<arbor_protocol::ResponseItem>,
     pub responses: usize,
     pub closed: bool,
+}
+
+/// `Session/request_approval`: an `exec_command` that needs approval.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub path: AgentPath,
+    /// The exact planned action.
+    pub action: Value,
+    pub justification: Option<String>,
+    pub key: ApprovalKey,
+    /// The guardian's review request, with reviewer `guardian` (the requester's turn renders
+    /// it: it holds the transcript).
+    pub review: Option<String>,
+    /// The awakeable the requester's turn waits on.
+    pub awakeable: String,
+}
+
+/// What a turn that waits for a decision is told: whether the command runs, and the text its
+/// model reads when it does not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decided {
+    pub allow: bool,
+    pub message: Option<String>,
+}
+
+/// What `Session/request_approval` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ApprovalReply {
+    /// Decided as it was made (policy, an override, nobody to ask).
+    Decided { decided: Decided },
+    /// Pending: the session resolves the awakeable with the decision.
+    Pending { id: String },
+}
+
+/// `Session/answer`: `arbor approve` (`approve`) or `arbor deny`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnswerRequest {
+    pub id: String,
+    pub approve: bool,
+}
+
+/// What an answer did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerReply {
+    pub id: String,
+    /// The requester.
+    pub path: AgentPath,
+    /// The pending request is decided by the answer.
+    pub decided: bool,
+    /// The identical retry runs once without asking.
+    pub override_granted: bool,
+}
+
+/// A timer the session sets for itself (a delayed one-way call).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Timer {
+    /// The approval wait of a request a human answers has passed.
+    Expire { id: String },
+    /// The deadline of attempt `attempt` of the guardian's review of request `id` has passed.
+    Review { id: String, attempt: u32 },
+}
+
+/// One request as `arbor approvals --json` shows it (cli.md; the local engine's keys).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRow {
+    pub id: String,
+    pub path: AgentPath,
+    pub action: Value,
+    pub outcome: String,
+    pub decided_by: Option<String>,
+    pub risk_level: Option<String>,
+    pub rationale: Option<String>,
+    pub requested_at: Timestamp,
+    pub decided_at: Option<Timestamp>,
+    pub justification: Option<String>,
+    pub tokens: Option<u64>,
+    #[serde(rename = "override")]
+    pub grant: Option<Grant>,
+}
+
+/// `Session/send`: `arbor send` (queue only) or `arbor followup` (wakes the target), as
+/// `/root`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OutsideMail {
+    pub target: String,
+    pub content: String,
+    pub followup: bool,
+}
+
+/// Mail sent from outside the tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentMail {
+    pub id: MailId,
+    pub recipient: AgentPath,
+    /// A run of the root (`exec`, `resume PROMPT`) is in progress and carries it on.
+    pub handed: bool,
+    /// The number of the first event the mail caused.
+    pub from: u64,
+}
+
+/// `Session/resume`: a new prompt for the root of a tree whose last run is over.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResumeRequest {
+    pub prompt: String,
+}
+
+/// What `Session/resume` answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResumeReply {
+    /// The run started; `from` is the number of its first event.
+    Started {
+        from: u64,
+    },
+    /// A run of the root is in progress already.
+    Running {
+        error: String,
+    },
+    Refused {
+        error: String,
+    },
+}
+
+/// `Session/inbox`: the mail an agent has not taken yet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InboxReply {
+    pub path: AgentPath,
+    pub mail: Vec<Mail>,
 }

@@ -1,22 +1,16 @@
-//! `arbor exec --engine restate`: starts the session through the ingress, prints its events as
-//! the session records them (polling its shared `events` handler), then the root's answer.
+//! `arbor exec --engine restate`: starts the session through the ingress (its settings, the
+//! approval policy, reviewer and wait included), prints its events as the session records them
+//! (`stream.rs`), then the root's answer.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use arbor_protocol::{AgentStatus, SandboxMode, ThreadId};
+use arbor_protocol::{ApprovalPolicy, ApprovalsReviewer, SandboxMode, ThreadId};
 use arbor_restate::Ingress;
 use arbor_restate::wire::{SessionConfig, StartRequest};
 
-use crate::args::{ExecArgs, Provider, SandboxArg};
+use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, Reviewer, RunOptions, SandboxArg};
 use crate::error::CliError;
-use crate::output::{Mode, print};
-
-/// How often the session's events are read while nothing new came.
-const POLL: Duration = Duration::from_millis(50);
-
-/// How long the server may be unreachable (restarting) before `exec` gives up.
-const OUTAGE: Duration = Duration::from_secs(120);
+use crate::output::Mode;
 
 /// Runs `arbor exec --engine restate` and returns the exit code.
 pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
@@ -58,6 +52,11 @@ pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
         SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
         SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
     };
+    approvals(
+        &mut config,
+        run,
+        crate::exec::terminal_attached(&args.prompt),
+    );
     let mode = if run.json { Mode::Json } else { Mode::Human };
     let ingress = Ingress::new(&args.engine.url()).map_err(super::failed)?;
     let session = ThreadId::new().as_string();
@@ -69,56 +68,28 @@ pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
         .start(&session, &request)
         .await
         .map_err(super::failed)?;
-    let mut next = 0;
-    let mut reached = std::time::Instant::now();
-    loop {
-        let page = match ingress.events(&session, next).await {
-            Ok(page) => {
-                reached = std::time::Instant::now();
-                page
-            }
-            // The tree lives in the server: while it restarts, keep asking.
-            Err(err) if transient(&err) && reached.elapsed() < OUTAGE => {
-                tokio::time::sleep(POLL * 4).await;
-                continue;
-            }
-            Err(err) => return Err(super::failed(err)),
-        };
-        let fresh = !page.events.is_empty();
-        for line in &page.events {
-            if mode == Mode::Json
-                || !matches!(line.event, arbor_protocol::Event::SessionStarted { .. })
-            {
-                print(mode, line);
-            }
-        }
-        next = page.next;
-        if page.completed {
-            if mode == Mode::Human
-                && let Some(answer) = &page.final_message
-            {
-                println!("{answer}");
-            }
-            return Ok(match page.root_status {
-                Some(AgentStatus::Completed(_)) => 0,
-                status => {
-                    let status = status.map_or_else(|| "unknown".to_string(), |s| s.to_string());
-                    eprintln!("root: {status}");
-                    1
-                }
-            });
-        }
-        if !fresh {
-            tokio::time::sleep(POLL).await;
-        }
-    }
+    let page =
+        super::stream::follow(&ingress, &session, 0, mode, super::stream::Until::Completed).await?;
+    Ok(super::stream::finish_run(&page, mode))
 }
 
-/// A failure that a restarting server gives: no connection, or an unavailable answer.
-fn transient(error: &arbor_restate::RestateError) -> bool {
-    match error {
-        arbor_restate::RestateError::Unreachable { .. } => true,
-        arbor_restate::RestateError::Status { status, .. } => *status >= 500,
-        _ => false,
-    }
+/// The approval settings of `run` (behaviour §7): the policy, the reviewer, and how long a
+/// request waits for a human: `--approval-wait`, else without limit when a terminal is
+/// attached (a person is there to run `arbor approve`) and not at all without one, as on the
+/// local engine.
+fn approvals(config: &mut SessionConfig, run: &RunOptions, terminal: bool) {
+    config.approval_policy = match run.approval_policy {
+        ApprovalPolicyArg::Never => ApprovalPolicy::Never,
+        ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
+        ApprovalPolicyArg::Untrusted => ApprovalPolicy::Untrusted,
+    };
+    config.reviewer = match run.reviewer {
+        Reviewer::User => ApprovalsReviewer::User,
+        Reviewer::Guardian => ApprovalsReviewer::Guardian,
+    };
+    config.approval_wait_ms = match run.approval_wait {
+        Some(seconds) => Some(seconds.saturating_mul(1000)),
+        None if terminal => None,
+        None => Some(0),
+    };
 }

@@ -1,13 +1,18 @@
-//! The commands that run against the Restate engine: `exec --engine restate`, `tree` and
-//! `agents`, `interrupt` and `close` with `--engine restate`, `worker` and `engine up` (see
-//! docs/engines.md).
+//! The commands that run against the Restate engine (see docs/engines.md): `exec`, `resume`,
+//! `send`, `followup`, `tree`, `agents`, `mail`, `approvals`, `approve`, `deny`, `interrupt`
+//! and `close` with `--engine restate`; `worker` and `engine up`.
 
+mod approvals;
 mod exec;
+mod outside;
 mod read;
+mod stream;
 mod up;
 mod worker;
 
+pub use approvals::{answer, approvals};
 pub use exec::exec;
+pub use outside::{followup, mail, resume, send};
 pub use read::{Act, act, agents, tree};
 pub use up::up;
 pub use worker::worker;
@@ -17,4 +22,15 @@ use crate::error::CliError;
 /// A failure talking to Restate, as the command line reports it.
 fn failed(error: arbor_restate::RestateError) -> CliError {
     CliError::failed(error.to_string())
+}
+
+/// A failure of a call on `session`: an unknown session is a usage error naming the server.
+fn call_failed(url: &str, session: &str) -> impl Fn(arbor_restate::RestateError) -> CliError {
+    let (url, session) = (url.to_string(), session.to_string());
+    move |error| match error {
+        arbor_restate::RestateError::Status { status: 404, .. } => {
+            CliError::usage(format!("unknown session {session} on {url}"))
+        }
+        other => failed(other),
+    }
 }

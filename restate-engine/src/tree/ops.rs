@@ -45,7 +45,8 @@ impl Tree {
                 self.config.max_depth
             ));
         }
-        if self.open_agent(&path).is_some() {
+        // The guardian's path is reserved, whether it exists yet or not.
+        if self.open_agent(&path).is_some() || path == super::guardian_path() {
             return Err(format!("agent path `{path}` already exists"));
         }
         let roles = RoleSet::builtin();
@@ -59,7 +60,7 @@ impl Tree {
                 .tools
                 .iter()
                 .any(|tool| tool == arbor_roles::SPAWN_TOOL),
-            approval_policy: arbor_protocol::ApprovalPolicy::OnRequest,
+            approval_policy: self.config.approval_policy,
             mcp: Vec::new(),
         };
         let caps = parent_caps.narrow_for(role);
@@ -77,6 +78,9 @@ impl Tree {
             busy: true,
             unread: Vec::new(),
             interrupt: false,
+            internal: false,
+            turns: 0,
+            streak: (0, 0),
         };
         self.agents.insert(path.clone(), entry);
         effects.push(Effect::Event(Event::AgentSpawned {
@@ -178,6 +182,7 @@ impl Tree {
         };
         if turn_start && entry.status != AgentStatus::Closed {
             entry.status = AgentStatus::Running;
+            entry.turns += 1;
             effects.push(Effect::Event(Event::TurnStarted { path: path.clone() }));
         }
         for input in inputs {
@@ -233,7 +238,9 @@ impl Tree {
             self.settle(&mut effects);
             return effects;
         }
+        // An internal agent's answer is not mail: the guardian's is its verdict.
         if let Some(parent) = &entry.parent
+            && !entry.internal
             && self.open_agent(parent).is_some()
             && let Ok(mail) = self.mail_of(
                 ended.path.clone(),
@@ -254,6 +261,9 @@ impl Tree {
             path: ended.path.clone(),
             status,
         }));
+        if entry.internal {
+            self.review_ended(&ended.outcome, &mut effects);
+        }
         self.settle(&mut effects);
         effects
     }
@@ -325,7 +335,10 @@ impl Tree {
         if target.busy && target.status != AgentStatus::Closed {
             if let Some(entry) = self.agents.get_mut(&target.path) {
                 entry.interrupt = true;
-                if entry.status == AgentStatus::Waiting {
+                if matches!(
+                    entry.status,
+                    AgentStatus::Waiting | AgentStatus::AwaitingApproval
+                ) {
                     entry.status = AgentStatus::Running;
                 }
             }
@@ -335,6 +348,7 @@ impl Tree {
                     message: "interrupted".to_string(),
                 });
             }
+            self.release_waiters(&target.path, "interrupted", &mut effects);
         }
         self.settle(&mut effects);
         let reply = json!({"previous_status": previous}).to_string();
@@ -375,6 +389,10 @@ impl Tree {
                 }
             }
             self.waits.remove(&path);
+            self.release_waiters(&path, "closed", &mut effects);
+            if path == super::guardian_path() {
+                self.guardian_closed(&mut effects);
+            }
             effects.push(Effect::Close(path.clone()));
             effects.push(Effect::Event(Event::AgentStatus {
                 path,
