@@ -134,10 +134,11 @@ fn a_fan_out_is_spread_over_two_workers_and_every_result_reaches_the_root_once()
 #[test]
 fn a_worker_killed_mid_run_costs_no_completed_step_and_the_tree_completes() {
     let mut cluster = Cluster::start(2);
-    let n = 12;
-    let child = cluster.spawn_exec(&fan_out_script(n, 300), "fan out");
-    // Kill a worker once it has run a few steps, while the tree still runs: the one that has
-    // run the most (the kernel spreads connections, so which one that is varies).
+    let n = 100;
+    let child = cluster.spawn_exec(&fan_out_script(n, 100), "fan out");
+    // Kill a worker once the workers have run a fifth of the tree's steps, while the tree
+    // still runs: the one that has run the most (the kernel spreads connections, so which one
+    // that is varies).
     let asks_of = |log: &std::path::Path| {
         step_lines(log)
             .iter()
@@ -145,9 +146,11 @@ fn a_worker_killed_mid_run_costs_no_completed_step_and_the_tree_completes() {
             .count()
     };
     let logs: Vec<_> = cluster.workers.iter().map(|w| w.log.clone()).collect();
-    wait_until(Duration::from_secs(60), "a worker's first steps", || {
-        logs.iter().any(|log| asks_of(log) >= 3)
-    });
+    wait_until(
+        Duration::from_secs(120),
+        "a fifth of the tree's steps",
+        || logs.iter().map(|log| asks_of(log)).sum::<usize>() >= n / 5 * 2,
+    );
     let victim = (0..logs.len())
         .max_by_key(|&at| asks_of(&logs[at]))
         .unwrap_or(0);
@@ -156,7 +159,7 @@ fn a_worker_killed_mid_run_costs_no_completed_step_and_the_tree_completes() {
         .map_or(0, |d| d.as_nanos());
     let before = Instant::now();
     cluster.workers[victim].kill();
-    let run = Run::finish(child, Duration::from_secs(180));
+    let run = Run::finish(child, Duration::from_secs(300));
     assert_collected(&cluster, &run, n);
     eprintln!("finished {:?} after the kill", before.elapsed());
     let logs: Vec<_> = cluster.workers.iter().map(|w| w.log.clone()).collect();
