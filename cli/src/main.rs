@@ -1,6 +1,7 @@
 //! `arbor`: the command line of the multi-agent orchestrator. A thin layer over the
 //! orchestrator: parse, run, print, map errors to exit codes (see `error.rs`).
 
+mod acts;
 mod approvals;
 mod args;
 mod compact;
@@ -120,20 +121,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             runtime()?.block_on(restate::followup(&args))
         }
         Command::Followup(args) => runtime()?.block_on(session::followup(home, args)),
-        Command::Send(args) if args.engine.engine == args::EngineKind::Restate => {
-            runtime()?.block_on(restate::send(&args))
-        }
-        Command::Send(args) => session::send(&home, &args),
+        Command::Send(args) => acts::send(&home, &args),
         Command::Compact(args) => runtime()?.block_on(compact::compact(home, args)),
         Command::Gc(args) => gc::gc(&home, &args),
-        Command::Interrupt(args) if args.engine.engine == args::EngineKind::Restate => {
-            runtime()?.block_on(restate::act(&args, restate::Act::Interrupt))
-        }
-        Command::Close(args) if args.engine.engine == args::EngineKind::Restate => {
-            runtime()?.block_on(restate::act(&args, restate::Act::Close))
-        }
-        Command::Interrupt(args) => session::interrupt(&home, &args),
-        Command::Close(args) => session::close(&home, &args),
+        Command::Interrupt(args) => acts::interrupt(&home, &args),
+        Command::Close(args) => acts::close(&home, &args),
         Command::Doctor(args) if args.rebuild => doctor::rebuild(&home),
         Command::Doctor(_) => doctor::check(&home),
         Command::Tree(args) if args.engine.engine == args::EngineKind::Restate => {

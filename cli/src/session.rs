@@ -5,12 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arbor_model::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
-use arbor_orchestrator::{
-    Lease, Orchestrator, OrchestratorError, close_external, interrupt_external, send_external,
-};
+use arbor_orchestrator::{Lease, Orchestrator, OrchestratorError, send_external};
 use arbor_protocol::{AgentStatus, MailKind};
 
-use crate::args::{FollowupArgs, ResumeArgs, SendArgs, TargetArgs};
+use crate::args::{FollowupArgs, ResumeArgs};
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::exec::{
     Console, build_model, mode_of, read_prompt, run_config, run_root, terminal_attached,
@@ -115,20 +113,6 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
     run_root(&orch, &prompt, mode_of(&args.run), false).await
 }
 
-pub fn send(home: &Path, args: &SendArgs) -> Result<u8, CliError> {
-    crate::read::open_store(home)?;
-    let sent = send_external(
-        home,
-        &args.session,
-        &args.target,
-        MailKind::Message,
-        &args.message,
-    )
-    .map_err(external)?;
-    println!("{}", sent.mail.id);
-    Ok(0)
-}
-
 pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError> {
     crate::read::open_store(&home)?;
     let root = {
@@ -195,21 +179,4 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
             Ok(1)
         }
     }
-}
-
-pub fn interrupt(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
-    crate::read::open_store(home)?;
-    let previous = interrupt_external(home, &args.session, &args.target).map_err(external)?;
-    println!("{}", serde_json::json!({ "previous_status": previous }));
-    Ok(0)
-}
-
-pub fn close(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
-    crate::read::open_store(home)?;
-    let previous = close_external(home, &args.session, &args.target).map_err(external)?;
-    println!("{}", serde_json::json!({ "previous_status": previous }));
-    // A live driver releases the closed agent's worktrees itself; a stopped session's are
-    // released here.
-    crate::worktrees::after_close(home, &args.session, &args.target)?;
-    Ok(0)
 }

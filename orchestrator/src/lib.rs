@@ -13,6 +13,7 @@ mod compaction;
 pub mod config;
 mod ctx;
 mod durability;
+pub mod engine;
 mod error;
 mod events;
 mod external;

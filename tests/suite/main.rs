@@ -8,6 +8,7 @@ mod cli;
 mod compaction;
 mod config;
 mod durability;
+mod engine_seam;
 mod gc;
 mod hardening;
 mod lease;

@@ -3,6 +3,7 @@
 //! and `close` with `--engine restate`; `worker` and `engine up`.
 
 mod approvals;
+mod engine;
 mod exec;
 mod outside;
 mod read;
@@ -11,9 +12,10 @@ mod up;
 mod worker;
 
 pub use approvals::{answer, approvals};
+pub use engine::Restate;
 pub use exec::exec;
-pub use outside::{followup, mail, resume, send};
-pub use read::{Act, act, agents, tree};
+pub use outside::{followup, mail, resume};
+pub use read::{agents, tree};
 pub use up::up;
 pub use worker::worker;
 

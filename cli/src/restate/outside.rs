@@ -1,5 +1,5 @@
-//! `arbor send`, `followup`, `mail` and `resume` with `--engine restate`. The tree lives in
-//! the server, which always drives it: `send` queues mail; `followup` wakes its target and,
+//! `arbor followup`, `mail` and `resume` with `--engine restate` (`send` is the engine seam's,
+//! `acts.rs`). The tree lives in the server, which always drives it: `followup` wakes its target and,
 //! unless a run of the root is in progress (then that run carries it on), follows the tree
 //! until it is quiescent and prints the target's answer; `resume PROMPT` starts a new run of
 //! the root and follows it like `exec`. The session keeps the script it started with: every
@@ -11,7 +11,7 @@ use arbor_protocol::AgentStatus;
 use arbor_restate::Ingress;
 use arbor_restate::wire::ResumeReply;
 
-use crate::args::{FollowupArgs, MailArgs, ResumeArgs, RunOptions, SendArgs, TreeFormat};
+use crate::args::{FollowupArgs, MailArgs, ResumeArgs, RunOptions, TreeFormat};
 use crate::error::CliError;
 use crate::output::{Mode, out};
 
@@ -30,18 +30,6 @@ fn refuse_run_options(run: &RunOptions) -> Result<(), CliError> {
         ));
     }
     Ok(())
-}
-
-/// `arbor send SESSION TARGET MESSAGE --engine restate`: prints the mail id.
-pub async fn send(args: &SendArgs) -> Result<u8, CliError> {
-    let url = args.engine.url();
-    let sent = ingress(&url)?
-        .send(&args.session, &args.target, &args.message, false)
-        .await
-        .map_err(super::call_failed(&url, &args.session))?
-        .map_err(CliError::usage)?;
-    println!("{}", sent.id);
-    Ok(0)
 }
 
 /// `arbor followup SESSION TARGET MESSAGE --engine restate`.

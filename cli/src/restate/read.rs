@@ -1,6 +1,5 @@
 //! `arbor tree` and `arbor agents` with `--engine restate` (the `Session` object's agents; the
-//! tree drawn by the local engine's renderer), and `arbor interrupt` and `arbor close` (its
-//! handlers, called as `/root`).
+//! tree drawn by the local engine's renderer).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,7 +10,7 @@ use arbor_restate::Ingress;
 use arbor_restate::wire::AgentRow;
 use serde_json::Value;
 
-use crate::args::{ReadArgs, TargetArgs, TreeArgs, TreeFormat};
+use crate::args::{ReadArgs, TreeArgs, TreeFormat};
 use crate::error::CliError;
 
 pub(super) async fn rows(url: &str, session: &str) -> Result<Vec<AgentRow>, CliError> {
@@ -146,29 +145,4 @@ pub(super) fn draw(
 fn hidden(rows: &[AgentRow], path: &AgentPath) -> bool {
     rows.iter()
         .any(|row| row.edge.as_deref() == Some("closed") && path.is_within(&row.path))
-}
-
-/// What `act` does.
-#[derive(Debug, Clone, Copy)]
-pub enum Act {
-    Interrupt,
-    Close,
-}
-
-/// `arbor interrupt|close SESSION TARGET --engine restate`: prints `{"previous_status": …}`.
-pub async fn act(args: &TargetArgs, act: Act) -> Result<u8, CliError> {
-    let url = args.engine.url();
-    let ingress = Ingress::new(&url).map_err(super::failed)?;
-    let reply = match act {
-        Act::Interrupt => ingress.interrupt(&args.session, &args.target).await,
-        Act::Close => ingress.close(&args.session, &args.target).await,
-    };
-    match reply {
-        Ok(Ok(text)) => {
-            println!("{text}");
-            Ok(0)
-        }
-        Ok(Err(refusal)) => Err(CliError::usage(refusal)),
-        Err(other) => Err(super::call_failed(&url, &args.session)(other)),
-    }
 }
