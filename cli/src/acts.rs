@@ -1,23 +1,15 @@
 //! `arbor send`, `arbor close` and `arbor interrupt` on either engine: one piece of code over
 //! the orchestrator's engine seam (`arbor_orchestrator::engine`), the local engine of the home
-//! or the Restate engine at `--restate-url`.
+//! or the Restate engine at `--restate-url`. A refusal exits 2, an engine that failed exits 1.
 
 use std::path::Path;
 
-use arbor_orchestrator::engine::{Engine, EngineError, Local};
+use arbor_orchestrator::engine::{Engine, Local};
 use arbor_protocol::MailKind;
 
 use crate::args::{EngineArgs, EngineKind, SendArgs, TargetArgs};
 use crate::error::CliError;
 use crate::restate::Restate;
-
-/// An engine's refusal is the caller's mistake (exit 2); its failure is a failed run (exit 1).
-fn engine_error(err: EngineError) -> CliError {
-    match err {
-        EngineError::Refused(message) => CliError::usage(message),
-        EngineError::Failed(message) => CliError::failed(message),
-    }
-}
 
 fn block_on<T>(work: impl Future<Output = Result<T, CliError>>) -> Result<T, CliError> {
     arbor_orchestrator::session_runtime()
@@ -34,7 +26,7 @@ fn with_engine<T>(
 ) -> Result<T, CliError> {
     match engine.engine {
         EngineKind::Restate => {
-            let restate_engine = Restate::new(&engine.url()).map_err(engine_error)?;
+            let restate_engine = Restate::new(&engine.url()).map_err(CliError::from)?;
             block_on(restate(&restate_engine))
         }
         EngineKind::Local => {
@@ -56,7 +48,7 @@ async fn send_with(engine: &impl Engine, args: &SendArgs) -> Result<u8, CliError
             &args.message,
         )
         .await
-        .map_err(engine_error)?;
+        .map_err(CliError::from)?;
     println!("{id}");
     Ok(0)
 }
@@ -77,7 +69,7 @@ async fn act_with(engine: &impl Engine, args: &TargetArgs, close: bool) -> Resul
     } else {
         engine.interrupt(&args.session, &args.target).await
     }
-    .map_err(engine_error)?;
+    .map_err(CliError::from)?;
     println!("{}", serde_json::json!({ "previous_status": previous }));
     Ok(0)
 }

@@ -62,6 +62,7 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
             | E::Log(_)
             | E::Projection(_)
             | E::Files(_)
+            | E::Engine(_)
             | E::Stopped => 1,
         };
         Self {

@@ -18,27 +18,6 @@ use crate::error::OrchestratorError;
 use crate::external::{close_external, interrupt_external, send_external};
 use crate::open::SessionView;
 
-/// Why an engine refused or failed a request.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EngineError {
-    /// The request names something the session does not allow (an unknown or closed agent,
-    /// the root as a close target): the caller's mistake.
-    #[error("{0}")]
-    Refused(String),
-    /// The engine could not carry it out (the log, the store, the server).
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl From<OrchestratorError> for EngineError {
-    fn from(err: OrchestratorError) -> Self {
-        match err {
-            OrchestratorError::Refused(message) => Self::Refused(message),
-            other => Self::Failed(other.to_string()),
-        }
-    }
-}
-
 /// One agent of a tree, as an engine reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineAgent {
@@ -49,6 +28,10 @@ pub struct EngineAgent {
 }
 
 /// What an engine does for commands from outside a run.
+///
+/// Errors: `OrchestratorError::Refused` for a request the session does not allow (an unknown or
+/// closed agent, the root as a close target), anything else for an engine that could not
+/// carry it out.
 pub trait Engine {
     /// Puts mail from `/root` in `target`'s mailbox: `MailKind::Followup` wakes it,
     /// `MailKind::Message` only queues. Returns the mail's id once the mail is durable.
@@ -58,24 +41,27 @@ pub trait Engine {
         target: &str,
         kind: MailKind,
         text: &str,
-    ) -> impl Future<Output = Result<MailId, EngineError>>;
+    ) -> impl Future<Output = Result<MailId, OrchestratorError>>;
 
     /// Closes `target` and the branch below it; returns its status before.
     fn close(
         &self,
         session: &str,
         target: &str,
-    ) -> impl Future<Output = Result<AgentStatus, EngineError>>;
+    ) -> impl Future<Output = Result<AgentStatus, OrchestratorError>>;
 
     /// Stops `target`'s running turn; returns its status before.
     fn interrupt(
         &self,
         session: &str,
         target: &str,
-    ) -> impl Future<Output = Result<AgentStatus, EngineError>>;
+    ) -> impl Future<Output = Result<AgentStatus, OrchestratorError>>;
 
     /// The tree's agents, root first.
-    fn agents(&self, session: &str) -> impl Future<Output = Result<Vec<EngineAgent>, EngineError>>;
+    fn agents(
+        &self,
+        session: &str,
+    ) -> impl Future<Output = Result<Vec<EngineAgent>, OrchestratorError>>;
 }
 
 /// The local engine of the arbor home at `home`.
@@ -91,21 +77,25 @@ impl Engine for Local {
         target: &str,
         kind: MailKind,
         text: &str,
-    ) -> Result<MailId, EngineError> {
+    ) -> Result<MailId, OrchestratorError> {
         Ok(send_external(&self.home, session, target, kind, text)?
             .mail
             .id)
     }
 
-    async fn close(&self, session: &str, target: &str) -> Result<AgentStatus, EngineError> {
-        Ok(close_external(&self.home, session, target)?)
+    async fn close(&self, session: &str, target: &str) -> Result<AgentStatus, OrchestratorError> {
+        close_external(&self.home, session, target)
     }
 
-    async fn interrupt(&self, session: &str, target: &str) -> Result<AgentStatus, EngineError> {
-        Ok(interrupt_external(&self.home, session, target)?)
+    async fn interrupt(
+        &self,
+        session: &str,
+        target: &str,
+    ) -> Result<AgentStatus, OrchestratorError> {
+        interrupt_external(&self.home, session, target)
     }
 
-    async fn agents(&self, session: &str) -> Result<Vec<EngineAgent>, EngineError> {
+    async fn agents(&self, session: &str) -> Result<Vec<EngineAgent>, OrchestratorError> {
         let view = SessionView::open(&self.home, session)?;
         let mut rows: Vec<_> = view.state.threads.values().collect();
         rows.sort_by_key(|row| (row.record.path().depth(), row.record.path().clone()));

@@ -46,6 +46,10 @@ pub enum OrchestratorError {
     /// A file of the home could not be read or deleted.
     #[error("{0}")]
     Files(String),
+    /// Another engine behind the engine seam could not carry out a request (its server
+    /// unreachable or answering out of turn); the text says what failed.
+    #[error("{0}")]
+    Engine(String),
 }
 
 impl From<OrchestratorError> for String {

@@ -3,7 +3,8 @@
 //! closes and interrupts with the refusals the commands print. The Restate engine's side of
 //! the seam is what `arbor send|close|interrupt --engine restate` run (`restate/`).
 
-use arbor_orchestrator::engine::{Engine, EngineError, Local};
+use arbor_orchestrator::OrchestratorError;
+use arbor_orchestrator::engine::{Engine, Local};
 use arbor_protocol::{AgentStatus, MailKind};
 use serde_json::Value;
 
@@ -20,8 +21,8 @@ fn block_on<T>(work: impl Future<Output = T>) -> T {
 #[test]
 fn the_local_engine_behind_the_seam_reads_delivers_and_closes_as_the_commands_do() {
     let ws = Workspace::new();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/refactor/script.json");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/refactor/script.json");
     let run = ws.exec(&script, &[]);
     assert!(run.status.success(), "{}", text(&run.stderr));
     let session = session_of(&text(&run.stderr));
@@ -37,7 +38,12 @@ fn the_local_engine_behind_the_seam_reads_delivers_and_closes_as_the_commands_do
             .iter()
             .find(|row| row["path"] == agent.path.as_str())
             .unwrap_or_else(|| panic!("{} not listed: {listed:?}", agent.path));
-        assert_eq!(row["unread"].as_u64(), Some(agent.unread as u64), "{}", agent.path);
+        assert_eq!(
+            row["unread"].as_u64(),
+            Some(agent.unread as u64),
+            "{}",
+            agent.path
+        );
     }
     let child = agents
         .iter()
@@ -48,10 +54,9 @@ fn the_local_engine_behind_the_seam_reads_delivers_and_closes_as_the_commands_do
 
     let id = block_on(engine.deliver(&session, child.as_str(), MailKind::Message, "note"))
         .expect("deliver");
-    let mail: Vec<Value> = serde_json::from_slice(
-        &ws.run(&["mail", &session, child.as_str(), "--json"]).stdout,
-    )
-    .expect("mail json");
+    let mail: Vec<Value> =
+        serde_json::from_slice(&ws.run(&["mail", &session, child.as_str(), "--json"]).stdout)
+            .expect("mail json");
     assert!(
         mail.iter()
             .any(|m| m["id"] == id.to_string().as_str() && m["content"] == "note"),
@@ -62,17 +67,23 @@ fn the_local_engine_behind_the_seam_reads_delivers_and_closes_as_the_commands_do
     assert_eq!(unread, Some(1), "the queued mail is unread: {after:?}");
 
     let previous = block_on(engine.close(&session, child.as_str())).expect("close");
-    assert!(matches!(previous, AgentStatus::Completed(_)), "{previous:?}");
+    assert!(
+        matches!(previous, AgentStatus::Completed(_)),
+        "{previous:?}"
+    );
     let again = block_on(engine.close(&session, child.as_str()));
     assert!(
-        matches!(&again, Err(EngineError::Refused(why)) if why.contains("is closed")),
+        matches!(&again, Err(OrchestratorError::Refused(why)) if why.contains("is closed")),
         "{again:?}"
     );
     let unknown = block_on(engine.interrupt(&session, "/root/nobody"));
     assert!(
-        matches!(&unknown, Err(EngineError::Refused(why)) if why.contains("not found")),
+        matches!(&unknown, Err(OrchestratorError::Refused(why)) if why.contains("not found")),
         "{unknown:?}"
     );
     let root_close = block_on(engine.close(&session, "/root"));
-    assert!(matches!(root_close, Err(EngineError::Refused(_))), "{root_close:?}");
+    assert!(
+        matches!(root_close, Err(OrchestratorError::Refused(_))),
+        "{root_close:?}"
+    );
 }

@@ -2,7 +2,8 @@
 //! mail, closes and interrupts are calls of the session's `Session` object, the agents its
 //! listing.
 
-use arbor_orchestrator::engine::{Engine, EngineAgent, EngineError};
+use arbor_orchestrator::OrchestratorError;
+use arbor_orchestrator::engine::{Engine, EngineAgent};
 use arbor_protocol::{AgentStatus, MailId, MailKind};
 use arbor_restate::{Ingress, RestateError};
 
@@ -13,8 +14,9 @@ pub struct Restate {
 }
 
 impl Restate {
-    pub fn new(url: &str) -> Result<Self, EngineError> {
-        let ingress = Ingress::new(url).map_err(|err| EngineError::Failed(err.to_string()))?;
+    pub fn new(url: &str) -> Result<Self, OrchestratorError> {
+        let ingress =
+            Ingress::new(url).map_err(|err| OrchestratorError::Engine(err.to_string()))?;
         Ok(Self {
             url: url.to_string(),
             ingress,
@@ -22,23 +24,25 @@ impl Restate {
     }
 
     /// A failure of a call on `session`: an unknown session is refused, naming the server.
-    fn failed(&self, session: &str) -> impl Fn(RestateError) -> EngineError {
+    fn failed(&self, session: &str) -> impl Fn(RestateError) -> OrchestratorError {
         let (url, session) = (self.url.clone(), session.to_string());
         move |error| match error {
             RestateError::Status { status: 404, .. } => {
-                EngineError::Refused(format!("unknown session {session} on {url}"))
+                OrchestratorError::Refused(format!("unknown session {session} on {url}"))
             }
-            other => EngineError::Failed(other.to_string()),
+            other => OrchestratorError::Engine(other.to_string()),
         }
     }
 }
 
 /// The status a close or interrupt reply reports as the target's before.
-fn previous(reply: &str) -> Result<AgentStatus, EngineError> {
+fn previous(reply: &str) -> Result<AgentStatus, OrchestratorError> {
     serde_json::from_str::<serde_json::Value>(reply)
         .ok()
         .and_then(|value| serde_json::from_value(value["previous_status"].clone()).ok())
-        .ok_or_else(|| EngineError::Failed(format!("unexpected reply from the session: {reply}")))
+        .ok_or_else(|| {
+            OrchestratorError::Engine(format!("unexpected reply from the session: {reply}"))
+        })
 }
 
 impl Engine for Restate {
@@ -48,36 +52,40 @@ impl Engine for Restate {
         target: &str,
         kind: MailKind,
         text: &str,
-    ) -> Result<MailId, EngineError> {
+    ) -> Result<MailId, OrchestratorError> {
         let wake = kind == MailKind::Followup;
         let sent = self
             .ingress
             .send(session, target, text, wake)
             .await
             .map_err(self.failed(session))?
-            .map_err(EngineError::Refused)?;
+            .map_err(OrchestratorError::Refused)?;
         Ok(sent.id)
     }
 
-    async fn close(&self, session: &str, target: &str) -> Result<AgentStatus, EngineError> {
+    async fn close(&self, session: &str, target: &str) -> Result<AgentStatus, OrchestratorError> {
         let reply = self.ingress.close(session, target).await;
         previous(
             &reply
                 .map_err(self.failed(session))?
-                .map_err(EngineError::Refused)?,
+                .map_err(OrchestratorError::Refused)?,
         )
     }
 
-    async fn interrupt(&self, session: &str, target: &str) -> Result<AgentStatus, EngineError> {
+    async fn interrupt(
+        &self,
+        session: &str,
+        target: &str,
+    ) -> Result<AgentStatus, OrchestratorError> {
         let reply = self.ingress.interrupt(session, target).await;
         previous(
             &reply
                 .map_err(self.failed(session))?
-                .map_err(EngineError::Refused)?,
+                .map_err(OrchestratorError::Refused)?,
         )
     }
 
-    async fn agents(&self, session: &str) -> Result<Vec<EngineAgent>, EngineError> {
+    async fn agents(&self, session: &str) -> Result<Vec<EngineAgent>, OrchestratorError> {
         let rows = self
             .ingress
             .agents(session)
