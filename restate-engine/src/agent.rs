@@ -9,7 +9,10 @@
 //! takes its inbox at every model-request boundary (`Session/drain`).
 //!
 //! State keys: `history` (the model history after the last ended turn), `served` (how many
-//! model responses the agent has consumed: the scripted model's cursor), `closed`.
+//! model responses the path has consumed: the scripted model's cursor, which belongs to the
+//! path, as on the local engine), `closed`, `thread` (the thread id of the agent the object
+//! holds). A closed agent's path may be taken again by a new agent (behaviour §1): its first
+//! wake carries another thread id, and the object starts it fresh (`turn::adopt`).
 
 use std::sync::Arc;
 
@@ -22,6 +25,7 @@ use crate::worker::Worker;
 pub(crate) const HISTORY: &str = "history";
 pub(crate) const SERVED: &str = "served";
 pub(crate) const CLOSED: &str = "closed";
+pub(crate) const THREAD: &str = "thread";
 
 /// The `Agent` object, with the worker process's shared parts.
 #[derive(Debug)]

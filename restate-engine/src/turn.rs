@@ -12,7 +12,7 @@ use arbor_protocol::{AgentPath, Event, ResponseItem, ThreadId, ToolSpec};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{CLOSED, HISTORY, SERVED};
+use crate::agent::{CLOSED, HISTORY, SERVED, THREAD};
 use crate::session::{SessionClient, agent_key};
 use crate::wire::{
     AgentMeta, DrainRequest, Input, SessionConfig, TurnEnded, TurnOutcome, WakeRequest,
@@ -61,7 +61,7 @@ pub async fn run(
     ctx: &ObjectContext<'_>,
     request: WakeRequest,
 ) -> HandlerResult<()> {
-    if ctx.get::<bool>(CLOSED).await?.unwrap_or(false) {
+    if !adopt(ctx, &request.meta.thread_id).await? {
         return Ok(());
     }
     let mut history = ctx
@@ -92,6 +92,30 @@ pub async fn run(
     Ok(())
 }
 
+/// Makes the object hold the agent `thread_id`; `false` when that agent is closed. A wake
+/// for another thread than the one held is a new agent at a path a closed one left: its
+/// history and closed mark are dropped (the response count stays, it is the path's cursor).
+/// An object from before thread ids were kept holds its agent's history under no id; a wake
+/// reaching it closed is a new agent too (the session wakes no closed agent).
+pub(crate) async fn adopt(ctx: &ObjectContext<'_>, thread_id: &str) -> Result<bool, HandlerError> {
+    let held = ctx.get::<String>(THREAD).await?;
+    let closed = ctx.get::<bool>(CLOSED).await?.unwrap_or(false);
+    let same = match &held {
+        Some(held) => held == thread_id,
+        None => !closed,
+    };
+    if same {
+        if held.is_none() {
+            ctx.set(THREAD, thread_id.to_string());
+        }
+        return Ok(!closed);
+    }
+    ctx.clear(HISTORY);
+    ctx.clear(CLOSED);
+    ctx.set(THREAD, thread_id.to_string());
+    Ok(true)
+}
+
 /// The request loop; `None` when the agent was closed (the session knows already).
 async fn turn_loop(
     turn: &Turn<'_>,
@@ -106,6 +130,7 @@ async fn turn_loop(
             .drain(Json(DrainRequest {
                 path: turn.meta.path.clone(),
                 turn_start: responses == 0,
+                thread_id: Some(turn.meta.thread_id.clone()),
             }))
             .call()
             .await?

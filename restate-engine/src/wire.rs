@@ -119,6 +119,10 @@ pub struct DrainRequest {
     pub path: AgentPath,
     /// The turn's first drain: the session marks the turn started.
     pub turn_start: bool,
+    /// The thread the turn runs for: a turn of a closed agent whose path a new agent took is
+    /// told it is closed (and takes nothing of the new agent's).
+    #[serde(default)]
+    pub thread_id: Option<String>,
 }
 
 /// The inbox's content, in arrival order.

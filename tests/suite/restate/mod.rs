@@ -10,6 +10,7 @@ mod fanout;
 mod guardian;
 mod interrupt;
 mod outside;
+mod reuse;
 mod rules;
 mod server;
 mod up;
