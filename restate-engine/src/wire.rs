@@ -252,6 +252,32 @@ pub struct AgentHistory {
     pub items: Vec<arbor_protocol::ResponseItem>,
     pub responses: usize,
     pub closed: bool,
+    /// Its turns, in order: which items each added, the mail it took, how it ended.
+    #[serde(default)]
+    pub turns: Vec<TurnMark>,
+    /// Who it is, as its last wake said, and the directory it worked in.
+    #[serde(default)]
+    pub meta: Option<AgentMeta>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// One ended turn of an agent, as its `Agent` object keeps it: the history items
+/// `start..end` are the turn's, and those in `mails` were mail it took (the item is the mail's
+/// model text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnMark {
+    /// From 1.
+    pub number: u64,
+    pub start: usize,
+    pub end: usize,
+    /// The mail taken, each with the index of its history item.
+    #[serde(default)]
+    pub mails: Vec<(usize, Mail)>,
+    /// How it ended; `None` when the agent was closed during it.
+    pub outcome: Option<TurnOutcome>,
+    pub started_ms: i64,
+    pub ended_ms: i64,
 }
 
 /// `Session/request_approval`: an `exec_command` that needs approval.

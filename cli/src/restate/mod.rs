@@ -1,9 +1,11 @@
 //! The commands that run against the Restate engine (see docs/engines.md): `exec`, `resume`,
-//! `send`, `followup`, `tree`, `agents`, `mail`, `approvals`, `approve`, `deny`, `interrupt`
-//! and `close` with `--engine restate`; `worker` and `engine up`.
+//! `send`, `followup`, `tree`, `agents`, `mail`, `approvals`, `approve`, `deny`, `interrupt`,
+//! `close` and `log` with `--engine restate`; `export --to-local`; `worker` and `engine up`.
 
 mod approvals;
 mod exec;
+mod export;
+mod log;
 mod outside;
 mod read;
 mod stream;
@@ -12,6 +14,8 @@ mod worker;
 
 pub use approvals::{answer, approvals};
 pub use exec::exec;
+pub use export::export;
+pub use log::log;
 pub use outside::{followup, mail, resume, send};
 pub use read::{Act, act, agents, tree};
 pub use up::up;

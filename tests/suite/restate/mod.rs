@@ -6,6 +6,7 @@
 mod approvals;
 mod cluster;
 mod driver;
+mod export;
 mod fanout;
 mod guardian;
 mod interrupt;
