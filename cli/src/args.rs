@@ -43,6 +43,8 @@ pub enum Command {
     Sessions(JsonArgs),
     /// Show an agent's rollout as readable text (default: /root).
     Log(LogArgs),
+    /// Turn a Restate tree into a local session (`--to-local`) that `arbor resume` continues.
+    Export(ExportArgs),
     /// Show mail addressed to TARGET that it has not consumed yet.
     Mail(MailArgs),
     /// List every approval request of a session and its decision.
@@ -417,6 +419,19 @@ pub struct LogArgs {
     pub target: Option<String>,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The Restate session's id.
+    pub session: String,
+    /// Write it as a local session under the arbor home (the only target so far).
+    #[arg(long)]
+    pub to_local: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]

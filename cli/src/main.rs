@@ -149,7 +149,11 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             runtime()?.block_on(restate::mail(&args)).map(|()| 0)
         }
         Command::Sessions(args) => read::sessions(&home, args.json).map(|()| 0),
+        Command::Log(args) if args.engine.engine == args::EngineKind::Restate => {
+            runtime()?.block_on(restate::log(&args)).map(|()| 0)
+        }
         Command::Log(args) => read::log(&home, &args).map(|()| 0),
+        Command::Export(args) => runtime()?.block_on(restate::export(&home, &args)),
         Command::Mail(args) => read::mail(&home, &args).map(|()| 0),
         Command::Approvals(args) => approvals::list(&home, &args).map(|()| 0),
         Command::Approve(args) => approvals::answer(&home, &args, true),

@@ -18,6 +18,7 @@ mod error;
 mod events;
 mod external;
 mod facade;
+mod import;
 pub mod lease;
 mod legacy;
 mod lifecycle;
@@ -47,6 +48,7 @@ pub use crate::external::{
     interrupt_external, send_external,
 };
 pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
+pub use crate::import::import_session;
 pub use crate::lease::Lease;
 pub use crate::open::{SessionView, find_root};
 pub use crate::resume::ResumeInfo;

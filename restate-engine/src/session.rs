@@ -99,10 +99,13 @@ impl Session {
     ) -> HandlerResult<Json<DrainReply>> {
         let request = request.into_inner();
         let mut tree = load(&ctx).await?;
-        let closed = tree
-            .agents
-            .get(&request.path)
-            .is_none_or(|entry| entry.status == arbor_protocol::AgentStatus::Closed);
+        let closed = tree.agents.get(&request.path).is_none_or(|entry| {
+            entry.status == arbor_protocol::AgentStatus::Closed
+                || request
+                    .thread_id
+                    .as_ref()
+                    .is_some_and(|thread| *thread != entry.thread_id)
+        });
         if closed {
             return Ok(Json(DrainReply {
                 inputs: Vec::new(),

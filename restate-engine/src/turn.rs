@@ -12,10 +12,10 @@ use arbor_protocol::{AgentPath, Event, ResponseItem, ThreadId, ToolSpec};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{CLOSED, HISTORY, SERVED};
+use crate::agent::{CLOSED, HISTORY, META, SERVED, THREAD, TURNS};
 use crate::session::{SessionClient, agent_key};
 use crate::wire::{
-    AgentMeta, DrainRequest, Input, SessionConfig, TurnEnded, TurnOutcome, WakeRequest,
+    AgentMeta, DrainRequest, Input, SessionConfig, TurnEnded, TurnMark, TurnOutcome, WakeRequest,
 };
 use crate::worker::Worker;
 
@@ -61,7 +61,7 @@ pub async fn run(
     ctx: &ObjectContext<'_>,
     request: WakeRequest,
 ) -> HandlerResult<()> {
-    if ctx.get::<bool>(CLOSED).await?.unwrap_or(false) {
+    if !adopt(ctx, &request.meta.thread_id).await? {
         return Ok(());
     }
     let mut history = ctx
@@ -78,9 +78,30 @@ pub async fn run(
         meta,
         config,
     };
-    let outcome = turn_loop(&turn, &mut history, &mut served).await?;
+    let mut turns = ctx
+        .get::<Json<Vec<TurnMark>>>(TURNS)
+        .await?
+        .map(Json::into_inner)
+        .unwrap_or_default();
+    let started_ms = clock(ctx).await?;
+    let start = history.len();
+    let mut mails = Vec::new();
+    let outcome = turn_loop(&turn, &mut history, &mut served, &mut mails).await?;
+    if outcome.is_some() || history.len() > start {
+        turns.push(TurnMark {
+            number: turns.len() as u64 + 1,
+            start,
+            end: history.len(),
+            mails,
+            outcome: outcome.clone(),
+            started_ms,
+            ended_ms: clock(ctx).await?,
+        });
+        ctx.set(TURNS, Json(turns));
+    }
     ctx.set(HISTORY, Json(history));
     ctx.set(SERVED, u64::try_from(served).unwrap_or(u64::MAX));
+    ctx.set(META, Json((turn.meta.clone(), turn.config.cwd.clone())));
     if let Some(outcome) = outcome {
         turn.session()
             .turn_ended(Json(TurnEnded {
@@ -92,11 +113,46 @@ pub async fn run(
     Ok(())
 }
 
+/// Makes the object hold the agent `thread_id`; `false` when that agent is closed. A wake
+/// for another thread than the one held is a new agent at a path a closed one left: its
+/// history and closed mark are dropped (the response count stays, it is the path's cursor).
+/// An object from before thread ids were kept holds its agent's history under no id; a wake
+/// reaching it closed is a new agent too (the session wakes no closed agent).
+pub(crate) async fn adopt(ctx: &ObjectContext<'_>, thread_id: &str) -> Result<bool, HandlerError> {
+    let held = ctx.get::<String>(THREAD).await?;
+    let closed = ctx.get::<bool>(CLOSED).await?.unwrap_or(false);
+    let same = match &held {
+        Some(held) => held == thread_id,
+        None => !closed,
+    };
+    if same {
+        if held.is_none() {
+            ctx.set(THREAD, thread_id.to_string());
+        }
+        return Ok(!closed);
+    }
+    ctx.clear(HISTORY);
+    ctx.clear(TURNS);
+    ctx.clear(CLOSED);
+    ctx.set(THREAD, thread_id.to_string());
+    Ok(true)
+}
+
+/// The time, journaled (a retry sees the same).
+async fn clock(ctx: &ObjectContext<'_>) -> Result<i64, HandlerError> {
+    let now = ctx
+        .run(|| async { Ok(arbor_protocol::Timestamp::now().as_millis()) })
+        .name("clock")
+        .await?;
+    Ok(now)
+}
+
 /// The request loop; `None` when the agent was closed (the session knows already).
 async fn turn_loop(
     turn: &Turn<'_>,
     history: &mut Vec<ResponseItem>,
     served: &mut usize,
+    mails: &mut Vec<(usize, arbor_protocol::Mail)>,
 ) -> Result<Option<TurnOutcome>, HandlerError> {
     let tools = Arc::new(tool_specs(&turn.meta.tools));
     let mut responses = 0;
@@ -106,6 +162,7 @@ async fn turn_loop(
             .drain(Json(DrainRequest {
                 path: turn.meta.path.clone(),
                 turn_start: responses == 0,
+                thread_id: Some(turn.meta.thread_id.clone()),
             }))
             .call()
             .await?
@@ -118,16 +175,20 @@ async fn turn_loop(
                 reason: "interrupted".to_string(),
             }));
         }
-        history.extend(drained.inputs.into_iter().map(|input| match input {
-            Input::User { text } => ResponseItem::Message {
+        for input in drained.inputs {
+            let content = match input {
+                Input::User { text } => text,
+                Input::Mail { mail } => {
+                    let text = mail.model_text();
+                    mails.push((history.len(), mail));
+                    text
+                }
+            };
+            history.push(ResponseItem::Message {
                 role: "user".to_string(),
-                content: text,
-            },
-            Input::Mail { mail } => ResponseItem::Message {
-                role: "user".to_string(),
-                content: mail.model_text(),
-            },
-        }));
+                content,
+            });
+        }
         if responses >= turn.config.max_turn_responses {
             return Ok(Some(TurnOutcome::Errored {
                 reason: "turn response limit reached".to_string(),

@@ -119,6 +119,10 @@ pub struct DrainRequest {
     pub path: AgentPath,
     /// The turn's first drain: the session marks the turn started.
     pub turn_start: bool,
+    /// The thread the turn runs for: a turn of a closed agent whose path a new agent took is
+    /// told it is closed (and takes nothing of the new agent's).
+    #[serde(default)]
+    pub thread_id: Option<String>,
 }
 
 /// The inbox's content, in arrival order.
@@ -248,6 +252,32 @@ pub struct AgentHistory {
     pub items: Vec<arbor_protocol::ResponseItem>,
     pub responses: usize,
     pub closed: bool,
+    /// Its turns, in order: which items each added, the mail it took, how it ended.
+    #[serde(default)]
+    pub turns: Vec<TurnMark>,
+    /// Who it is, as its last wake said, and the directory it worked in.
+    #[serde(default)]
+    pub meta: Option<AgentMeta>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// One ended turn of an agent, as its `Agent` object keeps it: the history items
+/// `start..end` are the turn's, and those in `mails` were mail it took (the item is the mail's
+/// model text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnMark {
+    /// From 1.
+    pub number: u64,
+    pub start: usize,
+    pub end: usize,
+    /// The mail taken, each with the index of its history item.
+    #[serde(default)]
+    pub mails: Vec<(usize, Mail)>,
+    /// How it ended; `None` when the agent was closed during it.
+    pub outcome: Option<TurnOutcome>,
+    pub started_ms: i64,
+    pub ended_ms: i64,
 }
 
 /// `Session/request_approval`: an `exec_command` that needs approval.

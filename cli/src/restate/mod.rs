@@ -1,10 +1,13 @@
 //! The commands that run against the Restate engine (see docs/engines.md): `exec`, `resume`,
-//! `send`, `followup`, `tree`, `agents`, `mail`, `approvals`, `approve`, `deny`, `interrupt`
-//! and `close` with `--engine restate`; `worker` and `engine up`.
+//! `followup`, `tree`, `agents`, `mail`, `approvals`, `approve`, `deny` and `log` with
+//! `--engine restate` (`send`, `interrupt` and `close` go through the engine seam,
+//! `engine.rs`); `export --to-local`; `worker` and `engine up`.
 
 mod approvals;
 mod engine;
 mod exec;
+mod export;
+mod log;
 mod outside;
 mod read;
 mod stream;
@@ -14,6 +17,8 @@ mod worker;
 pub use approvals::{answer, approvals};
 pub use engine::Restate;
 pub use exec::exec;
+pub use export::export;
+pub use log::log;
 pub use outside::{followup, mail, resume};
 pub use read::{agents, tree};
 pub use up::up;

@@ -6,10 +6,12 @@
 mod approvals;
 mod cluster;
 mod driver;
+mod export;
 mod fanout;
 mod guardian;
 mod interrupt;
 mod outside;
+mod reuse;
 mod rules;
 mod server;
 mod up;
