@@ -255,7 +255,9 @@ async fn turn_loop(
 }
 
 /// One model request as a journaled step. The scripted model's cursor is set from the durable
-/// count first, so whichever process runs the step asks for the same response.
+/// count first, so whichever process runs the step asks for the same response; a session
+/// without a script asks the worker's HTTP model for the session's model name, and a retry
+/// replays the journaled answer instead of asking again.
 async fn model_step(
     turn: &Turn<'_>,
     history: &[ResponseItem],
@@ -263,6 +265,11 @@ async fn model_step(
     served: usize,
 ) -> Result<Step, HandlerError> {
     let meta = &turn.meta;
+    let script = turn.config.script.clone();
+    let model = match (&script, &turn.config.model) {
+        (None, Some(name)) => name.clone(),
+        _ => "script".to_string(),
+    };
     let request = ModelRequest {
         agent: AgentIdentity {
             thread_id: ThreadId::parse(&meta.thread_id).unwrap_or_default(),
@@ -270,7 +277,7 @@ async fn model_step(
             nickname: meta.nickname.clone(),
             role: meta.role.clone(),
         },
-        model: "script".to_string(),
+        model,
         reasoning_effort: None,
         instructions: meta.instructions.clone(),
         input: Arc::new(history.to_vec()),
@@ -279,7 +286,7 @@ async fn model_step(
         max_output_tokens: None,
     };
     let worker = turn.worker.clone();
-    let script = turn.config.script.clone();
+    let named = turn.config.model.is_some();
     let session = meta.session.clone();
     let key = turn.key.clone();
     let ran_here = Arc::new(AtomicBool::new(false));
@@ -289,9 +296,11 @@ async fn model_step(
         .run(|| async move {
             ran.store(true, Ordering::SeqCst);
             worker.log_step("model", &key, served, "ask");
-            Ok(Json(
-                ask(&worker, &session, script.as_deref(), &request, served).await,
-            ))
+            let step = match script.as_deref() {
+                Some(script) => ask(&worker, &session, script, &request, served).await,
+                None => ask_http(&worker, named, &request).await,
+            };
+            Ok(Json(step))
         })
         .name("model")
         .await?
@@ -302,24 +311,43 @@ async fn model_step(
     Ok(step)
 }
 
+/// Why a session without a script gets no answer from a worker without an HTTP model.
+pub(crate) const NO_HTTP_MODEL: &str = "this session has no script and its worker has no HTTP model: \
+     start the workers with --provider openai|chat (and --model NAME), or run the session \
+     with --script FILE";
+
 async fn ask(
     worker: &Worker,
     session: &str,
-    script: Option<&str>,
+    script: &str,
     request: &ModelRequest,
     served: usize,
 ) -> Step {
-    let Some(script) = script else {
-        return Step::Failed {
-            reason: "the Restate engine runs only the scripted model so far (--script FILE)"
-                .to_string(),
-        };
-    };
     let model = match worker.model(session, script) {
         Ok(model) => model,
         Err(reason) => return Step::Failed { reason },
     };
     model.seek(&request.agent.path, served);
+    respond(model.as_ref(), request).await
+}
+
+/// Asks the worker's HTTP model (its key stays in the worker's environment).
+async fn ask_http(worker: &Worker, named: bool, request: &ModelRequest) -> Step {
+    let Some(model) = worker.http_model() else {
+        return Step::Failed {
+            reason: NO_HTTP_MODEL.to_string(),
+        };
+    };
+    if !named {
+        return Step::Failed {
+            reason: "this session has no script and names no model: start it with --model NAME"
+                .to_string(),
+        };
+    }
+    respond(model.as_ref(), request).await
+}
+
+async fn respond(model: &dyn ModelClient, request: &ModelRequest) -> Step {
     let (events, _ignored) = tokio::sync::mpsc::unbounded_channel();
     match model.respond(request, &events).await {
         Ok(response) => Step::Answer {

@@ -13,9 +13,12 @@ use crate::approval::{ApprovalKey, Grant};
 /// Settings fixed when a session starts, carried with every wake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionConfig {
-    /// The scripted model's script (its JSON text); `None` is a session without a model the
-    /// worker can build, whose turns end as errored.
+    /// The scripted model's script (its JSON text); `None` is a session whose agents ask the
+    /// worker's HTTP model (see `model`), or whose turns end as errored when it has none.
     pub script: Option<String>,
+    /// The model name a session without a script asks the worker's HTTP model for.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The directory commands run in, as the worker sees it.
     pub cwd: String,
     pub sandbox: SandboxMode,
@@ -56,6 +59,7 @@ impl SessionConfig {
     pub fn new(cwd: impl Into<String>) -> Self {
         Self {
             script: None,
+            model: None,
             cwd: cwd.into(),
             sandbox: SandboxMode::WorkspaceWrite,
             max_depth: 1,

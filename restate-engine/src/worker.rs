@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use arbor_model::ScriptedModel;
+use arbor_model::{ModelClient, ScriptedModel};
 use hyper::server::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use restate_sdk::endpoint::Endpoint;
@@ -22,14 +22,26 @@ use crate::agent::Agent;
 use crate::session::Session;
 
 /// What the handlers of one worker process share.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Worker {
     /// The scripted model of each session, built from its script on first use.
     models: Mutex<HashMap<String, Arc<ScriptedModel>>>,
+    /// The HTTP model this process was started with (`--provider`), which sessions without a
+    /// script ask. Its keys are in this process's environment only.
+    http: Option<Arc<dyn ModelClient>>,
     /// Where journaled steps are logged, when asked (`--step-log`).
     log: Option<Mutex<std::fs::File>>,
     /// How many steps this process has run.
     steps: AtomicU64,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("http", &self.http.as_ref().map(|model| model.provider()))
+            .field("steps", &self.steps)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Worker {
@@ -53,6 +65,18 @@ impl Worker {
             log,
             ..Self::default()
         })
+    }
+
+    /// This worker with `model` for the sessions without a script.
+    #[must_use]
+    pub fn with_model(mut self, model: Arc<dyn ModelClient>) -> Self {
+        self.http = Some(model);
+        self
+    }
+
+    /// The HTTP model this worker was started with, if any.
+    pub fn http_model(&self) -> Option<Arc<dyn ModelClient>> {
+        self.http.clone()
     }
 
     /// The session's scripted model (one per session and process; its cursors are set from
