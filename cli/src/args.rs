@@ -128,6 +128,16 @@ pub struct WorkerArgs {
     /// Append one JSON line per journaled step this worker runs (for tests and audits).
     #[arg(long, value_name = "FILE")]
     pub step_log: Option<PathBuf>,
+    /// Serve sessions without a script with this HTTP model provider (its key is read from
+    /// this worker's environment; the rest from the home's config.toml, as `arbor exec`).
+    #[arg(long, value_enum)]
+    pub provider: Option<Provider>,
+    /// The model name the provider is checked with (each session names its own).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of an OpenAI-compatible API.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
 }
 
 #[derive(Debug, Args)]

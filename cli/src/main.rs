@@ -110,7 +110,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
     match command {
         Command::Ui(args) => ui::ui(home, args),
         Command::Exec(args) if args.engine.engine == args::EngineKind::Restate => {
-            runtime()?.block_on(restate::exec(args))
+            runtime()?.block_on(restate::exec(home, args))
         }
         Command::Exec(args) => runtime()?.block_on(exec::exec(home, args)),
         Command::Resume(args) if args.engine.engine == args::EngineKind::Restate => {
@@ -165,7 +165,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
             args::McpCommand::List(args) => runtime()?.block_on(mcp::list(&home, &args)),
         },
         Command::McpServer => runtime()?.block_on(mcp::serve(home)),
-        Command::Worker(args) => restate::worker(&args),
+        Command::Worker(args) => restate::worker(&home, &args),
         Command::Engine(args) => match args.command {
             args::EngineCommand::Up(args) => restate::up(&home, &args),
         },

@@ -1,8 +1,10 @@
 //! `arbor exec --engine restate`: starts the session through the ingress (its settings, the
 //! approval policy, reviewer and wait included), prints its events as the session records them
-//! (`stream.rs`), then the root's answer.
+//! (`stream.rs`), then the root's answer. With `--script` the session carries its script;
+//! without, it names a model (`--model`, else config.toml's) that the workers' HTTP provider
+//! answers for (the provider and its key belong to the workers: `arbor worker --provider`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use arbor_protocol::{ApprovalPolicy, ApprovalsReviewer, SandboxMode, ThreadId};
 use arbor_restate::Ingress;
@@ -13,18 +15,22 @@ use crate::error::CliError;
 use crate::output::Mode;
 
 /// Runs `arbor exec --engine restate` and returns the exit code.
-pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
+pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let prompt = crate::exec::read_prompt(&args.prompt)?;
     let run = &args.run;
-    if run
-        .provider
-        .is_some_and(|provider| provider != Provider::Script)
-        || run.script.is_none()
+    if run.script.is_some()
+        && run
+            .provider
+            .is_some_and(|provider| provider != Provider::Script)
     {
         return Err(CliError::usage(
-            "--engine restate runs the scripted model only so far: pass --script FILE",
+            "--script is for the scripted model; drop it or use --provider script",
         ));
     }
+    let model = match run.script {
+        Some(_) => None,
+        None => Some(session_model(&home, run)?),
+    };
     let script =
         match &run.script {
             Some(path) => {
@@ -46,6 +52,7 @@ pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
         .map_err(|err| CliError::usage(format!("--cwd {}: {err}", cwd.display())))?;
     let mut config = SessionConfig::new(cwd.display().to_string());
     config.script = script;
+    config.model = model;
     config.max_depth = usize::try_from(run.max_depth).unwrap_or(usize::MAX);
     config.sandbox = match run.sandbox {
         SandboxArg::ReadOnly => SandboxMode::ReadOnly,
@@ -71,6 +78,33 @@ pub async fn exec(args: ExecArgs) -> Result<u8, CliError> {
     let page =
         super::stream::follow(&ingress, &session, 0, mode, super::stream::Until::Completed).await?;
     Ok(super::stream::finish_run(&page, mode))
+}
+
+/// The model a session without a script names: `--model`, else config.toml's `model`. The
+/// provider is the workers' (`--base-url` and a key are theirs too).
+fn session_model(home: &Path, run: &RunOptions) -> Result<String, CliError> {
+    if run.base_url.is_some() {
+        return Err(CliError::usage(
+            "--base-url is the workers' option with --engine restate: start the workers with \
+             `arbor worker --engine restate --provider openai|chat --base-url URL`",
+        ));
+    }
+    let workspace = crate::exec::workspace_of(run)?;
+    let file = crate::config::load(home, &workspace)?;
+    if run.provider == Some(Provider::Script)
+        || (run.provider.is_none() && file.provider.as_deref() == Some("script"))
+    {
+        return Err(CliError::usage(
+            "--provider script needs --script FILE (see docs/scripted-model.md)",
+        ));
+    }
+    run.model.clone().or(file.model).ok_or_else(|| {
+        CliError::usage(
+            "no model configured: pass --script FILE to use the scripted model, or --model NAME \
+             for the workers' HTTP provider (start them with --provider openai|chat; see \
+             docs/engines.md)",
+        )
+    })
 }
 
 /// The approval settings of `run` (behaviour §7): the policy, the reviewer, and how long a
