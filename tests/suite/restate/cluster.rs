@@ -39,6 +39,9 @@ pub struct Cluster {
     pub server: LocalServer,
     pub worker_addr: String,
     pub runtime: tokio::runtime::Runtime,
+    /// Flags and environment every worker gets (`start_with`).
+    pub worker_args: Vec<String>,
+    pub worker_env: Vec<(String, String)>,
     pub dir: tempfile::TempDir,
 }
 
@@ -46,6 +49,12 @@ impl Cluster {
     /// Starts the server and `workers` worker processes on one address, registered as one
     /// deployment.
     pub fn start(workers: usize) -> Self {
+        Self::start_with(workers, &[], &[])
+    }
+
+    /// [`Cluster::start`] with `extra_worker_args` on every worker's command line and `env`
+    /// in its environment (a provider, its key).
+    pub fn start_with(workers: usize, extra_worker_args: &[&str], env: &[(&str, &str)]) -> Self {
         let program = arbor_tests::tools::npm_bin("restate-server");
         let dir = tempfile::tempdir().expect("tempdir");
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -68,6 +77,11 @@ impl Cluster {
             workers: Vec::new(),
             worker_addr,
             runtime,
+            worker_args: extra_worker_args.iter().map(ToString::to_string).collect(),
+            worker_env: env
+                .iter()
+                .map(|(name, value)| ((*name).to_string(), (*value).to_string()))
+                .collect(),
         };
         for _ in 0..workers {
             cluster.add_worker();
@@ -94,6 +108,8 @@ impl Cluster {
             ])
             .arg("--step-log")
             .arg(&log)
+            .args(&self.worker_args)
+            .envs(self.worker_env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -11,6 +11,7 @@ mod fanout;
 mod guardian;
 mod interrupt;
 mod outside;
+mod providers;
 mod reuse;
 mod rules;
 mod server;
