@@ -42,7 +42,7 @@ fn event_key(n: u64) -> String {
 #[derive(Debug, Default)]
 pub struct Session;
 
-#[restate_sdk::object(name = "Session", lazy_state)]
+#[restate_sdk::object(name = "Session")]
 impl Session {
     /// Starts the session: registers the root and gives it the prompt. Starting a session
     /// that exists already is refused.
