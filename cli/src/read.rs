@@ -377,18 +377,28 @@ pub fn mail(home: &Path, args: &MailArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
     let row = find_thread(&view, args.target.as_deref().unwrap_or("/root"))?;
     let mail: Vec<_> = view.state.unread(row.record.id()).collect();
+    print_mail(row.record.path(), &mail, args.json)
+}
+
+/// An agent's unread mail as `arbor mail` prints it (either engine): a JSON array, or each mail
+/// with its header line, or a note on stderr that there is none.
+pub fn print_mail<M: std::borrow::Borrow<arbor_protocol::Mail> + serde::Serialize>(
+    path: &AgentPath,
+    mail: &[M],
+    json: bool,
+) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
-    if args.json {
+    if json {
         return out(writeln!(
             stdout,
             "{}",
-            serde_json::to_string(&mail).unwrap_or_else(|_| "[]".into())
+            serde_json::to_string(mail).unwrap_or_else(|_| "[]".into())
         ));
     }
     if mail.is_empty() {
-        eprintln!("no unread mail for {}", row.record.path());
+        eprintln!("no unread mail for {path}");
     }
-    for m in &mail {
+    for m in mail.iter().map(std::borrow::Borrow::borrow) {
         out(writeln!(
             stdout,
             "{}  {}  {} → {}{}\n{}\n",

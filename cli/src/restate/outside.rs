@@ -85,28 +85,7 @@ pub async fn mail(args: &MailArgs) -> Result<(), CliError> {
         .await
         .map_err(super::call_failed(&url, &args.session))?
         .map_err(CliError::usage)?;
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        let text =
-            serde_json::to_string(&inbox.mail).map_err(|err| CliError::failed(err.to_string()))?;
-        return out(writeln!(stdout, "{text}"));
-    }
-    if inbox.mail.is_empty() {
-        eprintln!("no unread mail for {}", inbox.path);
-    }
-    for m in &inbox.mail {
-        out(writeln!(
-            stdout,
-            "{}  {}  {} → {}{}\n{}\n",
-            m.id,
-            m.kind.as_str(),
-            m.author,
-            m.recipient,
-            if m.trigger_turn { "  (wakes)" } else { "" },
-            m.content
-        ))?;
-    }
-    Ok(())
+    crate::read::print_mail(&inbox.path, &inbox.mail, args.json)
 }
 
 /// `arbor resume SESSION [PROMPT] --engine restate`: without a prompt, the tree; with one, a
