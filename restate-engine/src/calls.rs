@@ -1,6 +1,6 @@
 //! The tools a turn runs on the Restate engine: the multi-agent tools as calls to the
 //! `Session` object (it decides; the turn only asks), `wait_agent` on an awakeable the session
-//! resolves, and `exec_command` behind its approval gate (`exec.rs`).
+//! resolves, `exec_command` behind its approval gate (`exec.rs`) and `apply_patch` (`patch.rs`).
 
 use std::time::Duration;
 
@@ -33,6 +33,7 @@ pub(crate) async fn dispatch(
         "interrupt_agent" => close_agent(turn, arguments, true).await?,
         "list_agents" => list_agents(turn, arguments).await?,
         "exec_command" => crate::exec::exec_command(turn, arguments, step, history).await?,
+        "apply_patch" => crate::patch::apply_patch(turn, arguments, step).await?,
         other => Err(format!(
             "tool `{other}` is not available on the Restate engine yet"
         )),
@@ -42,7 +43,7 @@ pub(crate) async fn dispatch(
     })
 }
 
-fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> {
+pub(crate) fn parse<T: DeserializeOwned>(tool: &str, arguments: &str) -> Result<T, String> {
     let text = if arguments.trim().is_empty() {
         "{}"
     } else {
@@ -310,6 +311,7 @@ pub(crate) fn spec(name: &str) -> Option<ToolSpec> {
     let text = json!({"type": "string"});
     let (description, parameters) = match name {
         "exec_command" => return Some(arbor_tools::exec_tool_spec()),
+        "apply_patch" => return Some(arbor_tools::apply_patch_tool_spec()),
         "spawn_agent" => (
             "Spawn a child agent with a task; it starts working at once.",
             object(

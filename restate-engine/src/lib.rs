@@ -11,6 +11,7 @@ mod calls;
 pub mod client;
 mod error;
 mod exec;
+mod patch;
 pub mod rollout;
 pub mod server;
 mod session;

@@ -11,6 +11,7 @@ mod fanout;
 mod guardian;
 mod interrupt;
 mod outside;
+mod patch;
 mod providers;
 mod reuse;
 mod rules;
