@@ -51,10 +51,14 @@ impl ProjectDocs {
         if !self.enabled {
             return;
         }
-        let missing: Vec<PathBuf> = cwds
+        // Agents share cwds (a resumed tree of 1 000 workers usually has one): each is read
+        // once.
+        let mut missing: Vec<PathBuf> = cwds
             .into_iter()
             .filter(|cwd| self.cached(cwd).is_none())
             .collect();
+        missing.sort();
+        missing.dedup();
         if missing.is_empty() {
             return;
         }
