@@ -479,10 +479,29 @@ pub enum ApprovalPolicyArg {
     Untrusted,
 }
 
+impl From<ApprovalPolicyArg> for arbor_protocol::ApprovalPolicy {
+    fn from(arg: ApprovalPolicyArg) -> Self {
+        match arg {
+            ApprovalPolicyArg::Never => Self::Never,
+            ApprovalPolicyArg::OnRequest => Self::OnRequest,
+            ApprovalPolicyArg::Untrusted => Self::Untrusted,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Reviewer {
     User,
     Guardian,
+}
+
+impl From<Reviewer> for arbor_protocol::ApprovalsReviewer {
+    fn from(arg: Reviewer) -> Self {
+        match arg {
+            Reviewer::User => Self::User,
+            Reviewer::Guardian => Self::Guardian,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -10,9 +10,9 @@ use arbor_model::{
     api_key_from_env, build_provider,
 };
 use arbor_orchestrator::{Orchestrator, RunConfig};
-use arbor_protocol::{AgentStatus, ApprovalPolicy, ApprovalsReviewer, SandboxMode};
+use arbor_protocol::{AgentStatus, SandboxMode};
 
-use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, Reviewer, RunOptions, SandboxArg};
+use crate::args::{ExecArgs, Provider, RunOptions, SandboxArg};
 use crate::config::FileConfig;
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::output::{Mode, spawn_printer};
@@ -375,15 +375,8 @@ pub fn run_config(
         })?;
     }
     config.auto_merge = file.auto_merge.unwrap_or(false);
-    config.approval_policy = match run.approval_policy {
-        ApprovalPolicyArg::Never => ApprovalPolicy::Never,
-        ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
-        ApprovalPolicyArg::Untrusted => ApprovalPolicy::Untrusted,
-    };
-    config.reviewer = match run.reviewer {
-        Reviewer::User => ApprovalsReviewer::User,
-        Reviewer::Guardian => ApprovalsReviewer::Guardian,
-    };
+    config.approval_policy = run.approval_policy.into();
+    config.reviewer = run.reviewer.into();
     config.approval_terminal = terminal;
     config.approval_wait = match run.approval_wait {
         Some(seconds) => Some(Duration::from_secs(seconds)),

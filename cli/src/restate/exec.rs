@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
-use arbor_protocol::{ApprovalPolicy, ApprovalsReviewer, SandboxMode, ThreadId};
+use arbor_protocol::{SandboxMode, ThreadId};
 use arbor_restate::Ingress;
 use arbor_restate::wire::{SessionConfig, StartRequest};
 
-use crate::args::{ApprovalPolicyArg, ExecArgs, Provider, Reviewer, RunOptions, SandboxArg};
+use crate::args::{ExecArgs, Provider, RunOptions, SandboxArg};
 use crate::error::CliError;
 use crate::output::Mode;
 
@@ -112,15 +112,8 @@ fn session_model(home: &Path, run: &RunOptions) -> Result<String, CliError> {
 /// attached (a person is there to run `arbor approve`) and not at all without one, as on the
 /// local engine.
 fn approvals(config: &mut SessionConfig, run: &RunOptions, terminal: bool) {
-    config.approval_policy = match run.approval_policy {
-        ApprovalPolicyArg::Never => ApprovalPolicy::Never,
-        ApprovalPolicyArg::OnRequest => ApprovalPolicy::OnRequest,
-        ApprovalPolicyArg::Untrusted => ApprovalPolicy::Untrusted,
-    };
-    config.reviewer = match run.reviewer {
-        Reviewer::User => ApprovalsReviewer::User,
-        Reviewer::Guardian => ApprovalsReviewer::Guardian,
-    };
+    config.approval_policy = run.approval_policy.into();
+    config.reviewer = run.reviewer.into();
     config.approval_wait_ms = match run.approval_wait {
         Some(seconds) => Some(seconds.saturating_mul(1000)),
         None if terminal => None,
