@@ -51,11 +51,15 @@ pub fn mode_of(run: &RunOptions) -> Mode {
 pub struct Console {
     stop_printer: tokio::sync::oneshot::Sender<()>,
     printer: tokio::task::JoinHandle<()>,
+    signals: Signals,
 }
 
 impl Console {
     /// Starts the approval prompter (when a terminal answers) and the event printer.
     pub fn attach(orch: &Orchestrator, mode: Mode) -> Self {
+        // Before anything runs: a Ctrl-C right after the first event must interrupt the tree,
+        // not kill the process.
+        let signals = Signals::listen();
         let prompting = start_prompter(orch);
         let (stop_printer, printer) = spawn_printer(
             mode,
@@ -67,16 +71,17 @@ impl Console {
         Self {
             stop_printer,
             printer,
+            signals,
         }
     }
 
     /// Waits for `work` or the first Ctrl-C / SIGTERM (which interrupts every running turn and
     /// waits for them to persist), then reports the end, shuts the session down and prints
     /// every event left. True when interrupted.
-    pub async fn run_until(self, orch: &Orchestrator, work: impl Future<Output = ()>) -> bool {
+    pub async fn run_until(mut self, orch: &Orchestrator, work: impl Future<Output = ()>) -> bool {
         let interrupted = tokio::select! {
             () = work => false,
-            () = interrupt_signal() => true,
+            () = self.signals.first() => true,
         };
         if interrupted {
             orch.interrupt_all("user_interrupt");
@@ -186,19 +191,35 @@ pub fn sandbox_notices(orch: &Orchestrator) -> Vec<String> {
     )]
 }
 
-/// Resolves on the first Ctrl-C or SIGTERM.
-pub async fn interrupt_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Ctrl-C (SIGINT) and SIGTERM, caught from the moment this is made.
+struct Signals {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn listen() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        Self {
+            interrupt: signal(SignalKind::interrupt()).ok(),
+            terminate: signal(SignalKind::terminate()).ok(),
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
+    }
+
+    /// Resolves on the first of them (never, for one that could not be caught).
+    async fn first(&mut self) {
+        async fn one(signal: Option<&mut tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            () = one(self.interrupt.as_mut()) => {}
+            () = one(self.terminate.as_mut()) => {}
+        }
     }
 }
 
