@@ -134,7 +134,7 @@ pub fn request_body(request: &ModelRequest, limit_field: LimitField) -> Value {
 fn messages(request: &ModelRequest) -> Vec<Value> {
     let mut messages = Vec::with_capacity(request.input.len() + 1);
     if !request.instructions.is_empty() {
-        messages.push(json!({"role": "system", "content": request.instructions}));
+        messages.push(json!({"role": "system", "content": &*request.instructions}));
     }
     for item in request.input.iter() {
         match item {

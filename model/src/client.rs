@@ -27,7 +27,8 @@ pub struct ModelRequest {
     pub model: String,
     pub reasoning_effort: Option<String>,
     /// System/developer instructions (role instructions included).
-    pub instructions: String,
+    /// Shared: every agent of a role in one directory has the same text.
+    pub instructions: std::sync::Arc<str>,
     /// The agent's history, oldest first, ending with the newest input. Shared with the
     /// agent's own copy: a request costs no copy of a long history.
     pub input: std::sync::Arc<Vec<ResponseItem>>,

@@ -115,7 +115,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
         "store": false,
     });
     if !request.instructions.is_empty() {
-        body["instructions"] = json!(request.instructions);
+        body["instructions"] = json!(&*request.instructions);
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

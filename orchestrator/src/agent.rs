@@ -24,7 +24,7 @@ pub struct Identity {
     /// The rollout file (written from the session log): what revival replays.
     pub rollout_path: PathBuf,
     /// Role instructions given to the model with every request.
-    pub instructions: String,
+    pub instructions: Arc<str>,
     /// Internal agents (the guardian) are outside `list_agents`, wait targets and the caps.
     pub internal: bool,
     /// The git worktree it works in (isolation `worktree`); `cwd` is inside it.

@@ -23,6 +23,9 @@ pub struct ProjectDocs {
     /// What each directory's files join into, read once. A cache, not state of the session:
     /// any spawn fills it, and an entry never changes within a session.
     by_dir: Mutex<HashMap<PathBuf, Arc<str>>>,
+    /// The instructions made of them, by role, cwd and whether the agent is internal: the
+    /// agents that share all three share one text (a tree of 1 000 workers holds it once).
+    composed: Mutex<HashMap<(String, PathBuf, bool), Arc<str>>>,
 }
 
 impl ProjectDocs {
@@ -30,6 +33,7 @@ impl ProjectDocs {
         Self {
             enabled,
             by_dir: Mutex::new(HashMap::new()),
+            composed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -79,7 +83,7 @@ impl ProjectDocs {
 
     /// The instructions of a new agent of `role` working in `cwd` (its files read off the
     /// async workers): the role's, then the project's.
-    pub async fn for_new_agent(&self, role: &Role, cwd: &Path, internal: bool) -> String {
+    pub async fn for_new_agent(&self, role: &Role, cwd: &Path, internal: bool) -> Arc<str> {
         if !internal {
             self.preload(vec![cwd.to_path_buf()]).await;
         }
@@ -88,7 +92,22 @@ impl ProjectDocs {
 
     /// The instructions of an agent of `role` working in `cwd`: the role's, then the project's.
     /// Reads the files unless [`ProjectDocs::preload`] did.
-    pub fn instructions(&self, role: &Role, cwd: &Path, internal: bool) -> String {
+    pub fn instructions(&self, role: &Role, cwd: &Path, internal: bool) -> Arc<str> {
+        let key = (role.name.clone(), cwd.to_path_buf(), internal);
+        if let Some(text) = self
+            .composed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Arc::clone(text);
+        }
+        let text = Arc::from(self.compose(role, cwd, internal));
+        let mut composed = self.composed.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(composed.entry(key).or_insert(text))
+    }
+
+    fn compose(&self, role: &Role, cwd: &Path, internal: bool) -> String {
         let base = crate::lifecycle::instructions_for(role);
         if !self.enabled || internal {
             return base;
@@ -252,12 +271,12 @@ mod tests {
         // The guardian and a session without project docs get the role's alone.
         assert_eq!(
             docs.for_new_agent(role, &main, true).await,
-            crate::lifecycle::instructions_for(role)
+            crate::lifecycle::instructions_for(role).into()
         );
         let off = ProjectDocs::new(false);
         assert_eq!(
             off.for_new_agent(role, &main, false).await,
-            crate::lifecycle::instructions_for(role)
+            crate::lifecycle::instructions_for(role).into()
         );
     }
 

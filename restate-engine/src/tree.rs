@@ -175,7 +175,7 @@ impl Tree {
             parent: None,
             nickname: None,
             role: arbor_roles::DEFAULT_ROLE.to_string(),
-            tools: caps.tools,
+            tools: caps.tools.iter().map(|t| t.to_string()).collect(),
             sandbox: caps.sandbox,
             status: AgentStatus::Queued,
             open: None,

@@ -279,7 +279,7 @@ async fn model_step(
         },
         model,
         reasoning_effort: None,
-        instructions: meta.instructions.clone(),
+        instructions: meta.instructions.as_str().into(),
         input: Arc::new(history.to_vec()),
         tools: tools.clone(),
         parallel_tool_calls: true,

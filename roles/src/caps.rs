@@ -9,7 +9,7 @@ use crate::role::{CHILD_TOOLS, Role, TOOL_NAMES};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
     /// Tool names offered to the model, in canonical ([`TOOL_NAMES`]) order.
-    pub tools: Vec<String>,
+    pub tools: Vec<&'static str>,
     pub sandbox: SandboxMode,
     pub can_spawn: bool,
     pub approval_policy: ApprovalPolicy,
@@ -22,7 +22,7 @@ impl Capabilities {
     /// approval policy.
     pub fn root(sandbox: SandboxMode, approval_policy: ApprovalPolicy) -> Self {
         Self {
-            tools: TOOL_NAMES.iter().map(|t| (*t).to_owned()).collect(),
+            tools: TOOL_NAMES.to_vec(),
             sandbox,
             can_spawn: true,
             approval_policy,
@@ -42,7 +42,7 @@ impl Capabilities {
             .iter()
             .filter(|tool| self.has_tool(tool) && role.allows_tool(tool))
             .filter(|tool| can_spawn || !CHILD_TOOLS.contains(tool))
-            .map(|tool| (*tool).to_owned())
+            .copied()
             .collect();
         let sandbox = match role.sandbox_mode {
             Some(mode) => self.sandbox.narrowest(mode),
@@ -74,7 +74,7 @@ impl Capabilities {
 
     /// Whether `tool` is offered.
     pub fn has_tool(&self, tool: &str) -> bool {
-        self.tools.iter().any(|t| t == tool)
+        self.tools.contains(&tool)
     }
 }
 
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn tools_never_widen() {
         let mut parent = root();
-        parent.tools.retain(|t| t != "apply_patch");
+        parent.tools.retain(|t| *t != "apply_patch");
         let child = parent.narrow_for(&role(Some(&["apply_patch", "exec_command"]), None, true));
         assert_eq!(child.tools, ["exec_command"]);
         // No allow-list: exactly the parent's tools.

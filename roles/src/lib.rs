@@ -62,6 +62,6 @@ pub use mcp_access::{MCP_PREFIX, McpGate, glob};
 pub use nickname::{NICKNAMES, NicknamePool, ordinal, ordinal_suffix};
 pub use role::{
     CHILD_TOOLS, DEFAULT_ROLE, EXPLORER_ROLE, GUARDIAN_ROLE, REASONING_EFFORTS, Role, RoleSource,
-    SPAWN_TOOL, TOOL_NAMES, WORKER_ROLE, check_effort, check_model,
+    SPAWN_TOOL, TOOL_NAMES, WORKER_ROLE, check_effort, check_model, tool_name,
 };
 pub use set::RoleSet;

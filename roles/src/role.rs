@@ -21,6 +21,11 @@ pub const TOOL_NAMES: &[&str] = &[
     "apply_patch",
 ];
 
+/// The canonical name of the tool called `name`, if arbor has one.
+pub fn tool_name(name: &str) -> Option<&'static str> {
+    TOOL_NAMES.iter().copied().find(|tool| *tool == name)
+}
+
 /// The tool that creates children; removed from the list of an agent that cannot spawn.
 pub const SPAWN_TOOL: &str = "spawn_agent";
 

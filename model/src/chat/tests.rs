@@ -16,7 +16,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>) -> ModelRequest {
         },
         model: "llama3".to_string(),
         reasoning_effort: None,
-        instructions: "be brief".to_string(),
+        instructions: "be brief".into(),
         input: input.into(),
         tools: tools.into(),
         parallel_tool_calls: false,

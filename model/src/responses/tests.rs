@@ -18,7 +18,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>)
         },
         model: "gpt-test".to_string(),
         reasoning_effort: effort.map(str::to_string),
-        instructions: "be brief".to_string(),
+        instructions: "be brief".into(),
         input: input.into(),
         tools: tools.into(),
         parallel_tool_calls: true,

@@ -25,7 +25,7 @@ pub(super) fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> Model
         },
         model: "scripted".to_string(),
         reasoning_effort: None,
-        instructions: String::new(),
+        instructions: "".into(),
         input: input.into(),
         tools: Default::default(),
         parallel_tool_calls: true,
@@ -370,7 +370,7 @@ async fn usage_is_estimated_from_characters() {
         {"match": "/root", "responses": [[{"say": "12345"}, {"call": "f", "args": {"a": 1}}]]},
     ]}));
     let mut req = request("/root", "default", vec![user("abcdefgh")]);
-    req.instructions = "1234".to_string();
+    req.instructions = "1234".into();
     std::sync::Arc::make_mut(&mut req.tools).push(ToolSpec {
         name: "f".to_string(),
         description: "abc".to_string(),

@@ -88,7 +88,7 @@ async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
             cwd: root.identity.cwd().to_path_buf(),
             internal: true,
             // Its role's only: the repository it reviews does not write its rules.
-            instructions: crate::lifecycle::instructions_for(role),
+            instructions: crate::lifecycle::instructions_for(role).into(),
             stamp: None,
             history: Vec::new(),
             task: None,

@@ -29,7 +29,7 @@ pub struct SpawnSpec {
     pub internal: bool,
     /// What it is told with every request: its role's instructions and the project's
     /// (`ProjectDocs::for_new_agent`, read before the spawn reaches the session task).
-    pub instructions: String,
+    pub instructions: Arc<str>,
     /// The header's stamp (a new session's root has one chosen with its log); now otherwise.
     pub stamp: Option<Timestamp>,
     /// History the agent starts with (a fork of its parent's), recorded with its header.

@@ -119,7 +119,13 @@ pub fn specs_for(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
 }
 
 fn build_specs(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
-    let mut key = agent.identity.caps.tools.clone();
+    let mut key: Vec<String> = agent
+        .identity
+        .caps
+        .tools
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
     key.extend(ctx.mcp.spec_key(&agent.identity.caps.mcp));
     ctx.tool_specs(&key, || {
         let mut messaging = specs::messaging_tools();
@@ -129,7 +135,7 @@ fn build_specs(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
             .caps
             .tools
             .iter()
-            .filter_map(|name| match name.as_str() {
+            .filter_map(|name| match *name {
                 "spawn_agent" => Some(specs::spawn_agent(&ctx.roles.describe_for_spawn())),
                 "exec_command" => Some(arbor_tools::exec_tool_spec()),
                 "apply_patch" => Some(arbor_tools::apply_patch_tool_spec()),

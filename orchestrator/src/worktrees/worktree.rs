@@ -175,10 +175,10 @@ fn created_of(record: &WorktreeRecord) -> WorktreeCreated {
 }
 
 /// The instructions of an agent, with what working in a worktree means for it.
-pub fn instructions(base: String, worktree: Option<&AgentWorktree>) -> String {
+pub fn instructions(base: Arc<str>, worktree: Option<&AgentWorktree>) -> Arc<str> {
     match worktree {
         None => base,
-        Some(wt) => format!(
+        Some(wt) => Arc::from(format!(
             "{base}\n\nYou work in a git worktree of your own, {}, on branch {}, made from your \
              parent's checkout as it was when you were spawned; no other agent writes there. \
              Your parent's checkout is read-only to you, and so is the repository's .git: do not \
@@ -186,7 +186,7 @@ pub fn instructions(base: String, worktree: Option<&AgentWorktree>) -> String {
              final answer tells your parent what you changed.",
             wt.cwd().display(),
             wt.branch
-        ),
+        )),
     }
 }
 

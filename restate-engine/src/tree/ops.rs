@@ -1,7 +1,7 @@
 //! The operations on a `Tree`, one per `Session` handler that changes it.
 
 use arbor_protocol::{AgentPath, AgentStatus, Event, Mail, MailId, MailKind, Timestamp};
-use arbor_roles::{Capabilities, NicknamePool, RoleSet};
+use arbor_roles::{Capabilities, NicknamePool, RoleSet, tool_name};
 use serde_json::json;
 
 use super::{Effect, Entry, Fresh, Tree, Wait};
@@ -54,7 +54,7 @@ impl Tree {
             .for_spawn(request.agent_type.as_deref())
             .map_err(|error| error.to_string())?;
         let parent_caps = Capabilities {
-            tools: parent.tools.clone(),
+            tools: parent.tools.iter().filter_map(|t| tool_name(t)).collect(),
             sandbox: parent.sandbox,
             can_spawn: parent
                 .tools
@@ -71,7 +71,7 @@ impl Tree {
             parent: Some(request.caller.clone()),
             nickname: Some(nickname.clone()),
             role: role.name.clone(),
-            tools: caps.tools,
+            tools: caps.tools.iter().map(|t| t.to_string()).collect(),
             sandbox: caps.sandbox,
             status: AgentStatus::PendingInit,
             open: Some(true),

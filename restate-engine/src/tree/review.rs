@@ -42,7 +42,7 @@ impl Tree {
             parent: Some(AgentPath::root()),
             nickname: None,
             role: GUARDIAN_ROLE.to_string(),
-            tools: caps.tools,
+            tools: caps.tools.iter().map(|t| t.to_string()).collect(),
             sandbox: caps.sandbox,
             status: AgentStatus::PendingInit,
             open: Some(true),

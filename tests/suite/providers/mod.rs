@@ -51,7 +51,7 @@ fn request(input: Vec<ResponseItem>) -> ModelRequest {
         },
         model: "mock-model".to_string(),
         reasoning_effort: None,
-        instructions: "you are a test".to_string(),
+        instructions: "you are a test".into(),
         input: input.into(),
         tools: std::sync::Arc::new(vec![ToolSpec {
             name: "list_agents".to_string(),
