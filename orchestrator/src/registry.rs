@@ -1,5 +1,6 @@
 //! The agents' handles: every agent by id, and open agents by path. Turns and tools read it
-//! without asking the session task; the session task alone adds and removes.
+//! without asking the session task; the session task alone adds and removes, except for the
+//! agents of a resumed tree, added as the session is set up, before any turn runs.
 
 use std::sync::Arc;
 

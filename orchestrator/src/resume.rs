@@ -23,6 +23,7 @@ use crate::lease::Lease;
 use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
 use crate::session::core::{Input, Registration};
+use crate::session::handle::Restored;
 use crate::worktrees::hooks::restore;
 use crate::worktrees::worktree::{AgentWorktree, instructions};
 
@@ -161,8 +162,9 @@ impl Orchestrator {
             took_over_from,
             notices,
         };
-        // Every agent is registered with the session before anything addresses one.
-        orch.ctx.session.ask(|ticket| Input::Sync { ticket }).await;
+        // Nothing waits for the session task to take the tree in: the registry has every
+        // handle, and whatever asks the session task about an agent is handled after the tree
+        // (one channel, in order).
         crate::approval::restore(&orch.ctx, &state, pending);
         orch.set_root(root);
         Ok((orch, info))
@@ -187,6 +189,7 @@ fn register_tree(
     notices: &mut Vec<String>,
 ) -> HashMap<ThreadId, Arc<Agent>> {
     let mut registered: HashMap<ThreadId, Arc<Agent>> = HashMap::new();
+    let mut tree = Vec::with_capacity(state.threads.len());
     let mut rows: Vec<_> = state.threads.values().collect();
     rows.sort_by_key(|row| (row.record.meta.depth, row.record.id()));
     for row in rows {
@@ -237,9 +240,15 @@ fn register_tree(
             last_message,
             ticket: None,
         };
-        ctx.session.restore(Arc::clone(&agent), role, registration);
+        ctx.registry.insert(Arc::clone(&agent));
+        tree.push(Restored {
+            agent: Arc::clone(&agent),
+            role,
+            registration,
+        });
         registered.insert(row.record.id(), agent);
     }
+    ctx.session.restore(tree);
     registered
 }
 

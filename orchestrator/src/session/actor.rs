@@ -132,16 +132,13 @@ impl Actor {
                     let _ = reply.send(result);
                 }
             }
-            Msg::Restore {
-                agent,
-                role,
-                registration,
-            } => {
-                if let Some(nickname) = &agent.identity.meta.nickname {
-                    self.nicknames.mark_used(&role, nickname);
+            Msg::Restore(tree) => {
+                for restored in tree {
+                    if let Some(nickname) = &restored.agent.identity.meta.nickname {
+                        self.nicknames.mark_used(&restored.role, nickname);
+                    }
+                    self.feed(Input::Register(restored.registration));
                 }
-                self.ctx.registry.insert(agent);
-                self.feed(Input::Register(registration));
             }
             Msg::Shutdown => {}
         }

@@ -41,6 +41,14 @@ pub struct SpawnSpec {
     pub worktree: Option<Arc<AgentWorktree>>,
 }
 
+/// A stored agent of a resumed session.
+#[derive(Debug)]
+pub struct Restored {
+    pub agent: Arc<Agent>,
+    pub role: Role,
+    pub registration: Registration,
+}
+
 /// A spawned agent.
 #[derive(Debug, Clone)]
 pub struct Spawned {
@@ -71,12 +79,9 @@ pub enum Msg {
         closer: Option<ThreadId>,
         reply: Option<oneshot::Sender<Result<AgentStatus, OrchestratorError>>>,
     },
-    /// A stored agent of a resumed session, with the role it runs as now.
-    Restore {
-        agent: Arc<Agent>,
-        role: Box<Role>,
-        registration: Registration,
-    },
+    /// The stored agents of a resumed session, parents first, each with the role it runs as
+    /// now: one message for the whole tree. Their handles are in the registry already.
+    Restore(Vec<Restored>),
     /// Everything is stopped: the session task ends.
     Shutdown,
 }
@@ -157,13 +162,9 @@ impl SessionHandle {
         answer.await.unwrap_or(Err(OrchestratorError::Stopped))
     }
 
-    /// Registers a stored agent of a resumed session.
-    pub fn restore(&self, agent: Arc<Agent>, role: Role, registration: Registration) {
-        self.post(Msg::Restore {
-            agent,
-            role: Box::new(role),
-            registration,
-        });
+    /// Registers the stored agents of a resumed session, parents first.
+    pub fn restore(&self, tree: Vec<Restored>) {
+        self.post(Msg::Restore(tree));
     }
 
     /// A ticket no other request holds.
