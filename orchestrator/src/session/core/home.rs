@@ -27,6 +27,10 @@ impl Core {
         if let Some(parent) = parent.and_then(|parent| self.agents.get_mut(&parent)) {
             parent.children.push(id);
         }
+        let at_path = self.by_path.entry(path.clone()).or_default();
+        if !at_path.contains(&id) {
+            at_path.push(id);
+        }
         let mut mailbox = Mailbox::new();
         mailbox.restore(unread);
         if status == AgentStatus::AwaitingApproval {

@@ -18,7 +18,7 @@ mod turns;
 mod types;
 mod waits;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use arbor_mailbox::Mailbox;
 use arbor_protocol::{AgentPath, AgentStatus, ThreadId, Usage};
@@ -84,6 +84,9 @@ impl Entry {
 pub struct Core {
     config: CoreConfig,
     agents: BTreeMap<ThreadId, Entry>,
+    /// The agents at each path (a closed path may be taken again), so that a listing of one
+    /// subtree walks that subtree instead of every agent.
+    by_path: HashMap<AgentPath, Vec<ThreadId>>,
     runs: RunQueue,
     residency: Residency,
     /// Agents waiting for a residency slot (to be installed or revived), oldest first.
@@ -123,6 +126,7 @@ impl Core {
             residency: Residency::new(config.max_resident),
             config,
             agents: BTreeMap::new(),
+            by_path: HashMap::new(),
             slot_waiters: VecDeque::new(),
             pending_tickets: Vec::new(),
             has_processes,

@@ -214,10 +214,32 @@ fn a_snapshot_copies_only_the_agents_of_its_scope() {
     assert_eq!(
         s.feed(Input::Snapshot {
             ticket: 1,
-            scope: Scope::Within(within),
+            scope: Scope::Within(within.clone()),
         }),
         ["reply snapshot /root/a, /root/a/x"]
     );
+    // A grandchild, and a path taken again by a new agent: the subtree, in creation order.
+    s.spawn("/root/a/x/y", false);
+    s.spawn("/root/a/x", false);
+    let Some(Effect::Reply {
+        answer: Answer::Snapshot(listed),
+        ..
+    }) = s
+        .core
+        .handle(Input::Snapshot {
+            ticket: 5,
+            scope: Scope::Within(within),
+        })
+        .into_iter()
+        .next()
+    else {
+        panic!("no snapshot");
+    };
+    let paths: Vec<_> = listed.iter().map(|agent| agent.path.as_str()).collect();
+    assert_eq!(paths, ["/root/a", "/root/a/x", "/root/a/x/y", "/root/a/x"]);
+    assert!(listed.windows(2).all(|pair| pair[0].id < pair[1].id));
+    s.spawn("/root/b", false);
+    s.spawn("/root/b", false);
     let b = s.id("/root/b");
     assert_eq!(
         s.feed(Input::Snapshot {
@@ -231,8 +253,24 @@ fn a_snapshot_copies_only_the_agents_of_its_scope() {
             ticket: 3,
             scope: Scope::All,
         }),
-        ["reply snapshot of 5"]
+        ["reply snapshot of 9"]
     );
+    let root = AgentPath::root();
+    let Some(Effect::Reply {
+        answer: Answer::Snapshot(listed),
+        ..
+    }) = s
+        .core
+        .handle(Input::Snapshot {
+            ticket: 6,
+            scope: Scope::Within(root),
+        })
+        .into_iter()
+        .next()
+    else {
+        panic!("no snapshot");
+    };
+    assert_eq!(listed.len(), 9);
 }
 
 #[test]

@@ -186,9 +186,9 @@ impl Core {
         let all = match scope {
             Scope::All => self.snapshots(),
             Scope::Within(path) => self
-                .agents
-                .values()
-                .filter(|entry| entry.path.is_within(path))
+                .within(path)
+                .into_iter()
+                .filter_map(|id| self.agents.get(&id))
                 .map(|entry| self.snapshot_of(entry))
                 .collect(),
             Scope::One(id) => self
@@ -201,6 +201,26 @@ impl Core {
             ticket,
             answer: Answer::Snapshot(all),
         });
+    }
+
+    /// The agents at `path` and below it, in creation order: the subtrees of the agents at
+    /// that path (every agent's path extends its parent's).
+    fn within(&self, path: &AgentPath) -> Vec<ThreadId> {
+        if path.is_root() {
+            return self.agents.keys().copied().collect();
+        }
+        let mut found = Vec::new();
+        let mut stack: Vec<ThreadId> = self.by_path.get(path).cloned().unwrap_or_default();
+        while let Some(id) = stack.pop() {
+            if let Some(entry) = self.agents.get(&id) {
+                found.push(id);
+                stack.extend(entry.children.iter().copied());
+            }
+        }
+        // Ids are made in creation order.
+        found.sort_unstable();
+        found.dedup();
+        found
     }
 
     /// Every agent as listings show it, in creation order.
