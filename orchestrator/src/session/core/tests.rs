@@ -75,6 +75,24 @@ impl Sim {
         }))
     }
 
+    /// The agents a snapshot of `scope` lists.
+    fn listed(&mut self, scope: Scope) -> Vec<AgentSnapshot> {
+        let ticket = self.ticket();
+        match self
+            .core
+            .handle(Input::Snapshot { ticket, scope })
+            .as_slice()
+        {
+            [
+                Effect::Reply {
+                    answer: Answer::Snapshot(listed),
+                    ..
+                },
+            ] => listed.clone(),
+            other => panic!("no snapshot: {other:?}"),
+        }
+    }
+
     fn ticket(&mut self) -> Ticket {
         self.tickets += 1;
         self.tickets
@@ -221,20 +239,7 @@ fn a_snapshot_copies_only_the_agents_of_its_scope() {
     // A grandchild, and a path taken again by a new agent: the subtree, in creation order.
     s.spawn("/root/a/x/y", false);
     s.spawn("/root/a/x", false);
-    let Some(Effect::Reply {
-        answer: Answer::Snapshot(listed),
-        ..
-    }) = s
-        .core
-        .handle(Input::Snapshot {
-            ticket: 5,
-            scope: Scope::Within(within),
-        })
-        .into_iter()
-        .next()
-    else {
-        panic!("no snapshot");
-    };
+    let listed = s.listed(Scope::Within(within));
     let paths: Vec<_> = listed.iter().map(|agent| agent.path.as_str()).collect();
     assert_eq!(paths, ["/root/a", "/root/a/x", "/root/a/x/y", "/root/a/x"]);
     assert!(listed.windows(2).all(|pair| pair[0].id < pair[1].id));
@@ -255,22 +260,7 @@ fn a_snapshot_copies_only_the_agents_of_its_scope() {
         }),
         ["reply snapshot of 9"]
     );
-    let root = AgentPath::root();
-    let Some(Effect::Reply {
-        answer: Answer::Snapshot(listed),
-        ..
-    }) = s
-        .core
-        .handle(Input::Snapshot {
-            ticket: 6,
-            scope: Scope::Within(root),
-        })
-        .into_iter()
-        .next()
-    else {
-        panic!("no snapshot");
-    };
-    assert_eq!(listed.len(), 9);
+    assert_eq!(s.listed(Scope::Within(AgentPath::root())).len(), 9);
 }
 
 #[test]
