@@ -9,7 +9,7 @@
 //! suspended by Restate, for as long as it takes. An approved escalation runs outside the
 //! sandbox, any other command inside it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arbor_guardian::{Budgets, ReviewRequest};
@@ -182,35 +182,24 @@ async fn run(
     launch: Launch,
     step: usize,
 ) -> Result<Result<String, String>, HandlerError> {
-    let cwd = PathBuf::from(&turn.config.cwd);
-    let sandbox = turn.meta.sandbox;
-    let worker = turn.worker.clone();
-    let key = turn.key.clone();
-    let output = turn
-        .ctx
-        .run(|| async move {
-            worker.log_step("exec_command", &key, step, "ask");
-            let config = ExecConfig::default();
-            let request = match ExecRequest::from_args(&args, &cwd, &config) {
-                Ok(request) => request,
-                Err(error) => return Ok(Json(Err(error.to_string()))),
-            };
-            let launcher: Arc<dyn Launcher> = match launch {
-                Launch::Plain => Arc::new(PlainLauncher),
-                Launch::Sandboxed { hardened } => {
-                    let sandboxed: Arc<dyn Launcher> =
-                        Arc::new(SandboxLauncher::new(sandbox, cwd.clone(), false));
-                    if hardened {
-                        Arc::new(WithEnv::new(sandboxed, GIT_HARDENING_ENV))
-                    } else {
-                        sandboxed
-                    }
+    turn.tool_step("exec_command", step, move |cwd, sandbox| async move {
+        let request = ExecRequest::from_args(&args, &cwd, &ExecConfig::default())
+            .map_err(|error| error.to_string())?;
+        let launcher: Arc<dyn Launcher> = match launch {
+            Launch::Plain => Arc::new(PlainLauncher),
+            Launch::Sandboxed { hardened } => {
+                let sandboxed: Arc<dyn Launcher> =
+                    Arc::new(SandboxLauncher::new(sandbox, cwd.clone(), false));
+                if hardened {
+                    Arc::new(WithEnv::new(sandboxed, GIT_HARDENING_ENV))
+                } else {
+                    sandboxed
                 }
-            };
-            let outcome = run_exec(request.with_launcher(launcher)).await;
-            Ok(Json(Ok(outcome.to_model_output())))
-        })
-        .name("exec_command")
-        .await?;
-    Ok(output.into_inner())
+            }
+        };
+        Ok(run_exec(request.with_launcher(launcher))
+            .await
+            .to_model_output())
+    })
+    .await
 }

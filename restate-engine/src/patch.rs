@@ -5,8 +5,6 @@
 //! Under the `untrusted` policy the local engine asks before a patch; this engine routes only
 //! commands to approval so far, so there a patch is refused with a sentence saying so.
 
-use std::path::PathBuf;
-
 use arbor_protocol::ApprovalPolicy;
 use restate_sdk::prelude::*;
 use serde::Deserialize;
@@ -36,25 +34,16 @@ pub(crate) async fn apply_patch(
     if turn.config.approval_policy == ApprovalPolicy::Untrusted {
         return Ok(Err(PATCH_NEEDS_APPROVAL.to_string()));
     }
-    let cwd = PathBuf::from(&turn.config.cwd);
-    let mode = turn.meta.sandbox;
-    let worker = turn.worker.clone();
-    let key = turn.key.clone();
-    let applied = turn
-        .ctx
-        .run(|| async move {
-            worker.log_step("apply_patch", &key, step, "ask");
-            let result = tokio::task::spawn_blocking(move || {
-                arbor_tools::apply_patch_confined(&cwd, &args.patch, mode)
-            })
-            .await;
-            Ok(Json(match result {
-                Ok(Ok(summary)) => Ok(summary.to_string()),
-                Ok(Err(error)) => Err(error.to_string()),
-                Err(error) => Err(format!("apply_patch failed to run: {error}")),
-            }))
+    turn.tool_step("apply_patch", step, move |cwd, mode| async move {
+        let result = tokio::task::spawn_blocking(move || {
+            arbor_tools::apply_patch_confined(&cwd, &args.patch, mode)
         })
-        .name("apply_patch")
-        .await?;
-    Ok(applied.into_inner())
+        .await;
+        match result {
+            Ok(Ok(summary)) => Ok(summary.to_string()),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(error) => Err(format!("apply_patch failed to run: {error}")),
+        }
+    })
+    .await
 }

@@ -4,11 +4,12 @@
 //! repeats none that completed. The history is rebuilt by that replay and stored when the turn
 //! ends; the session learns the end by a one-way `turn_ended`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arbor_model::{AgentIdentity, ModelClient, ModelRequest};
-use arbor_protocol::{AgentPath, Event, ResponseItem, ThreadId, ToolSpec};
+use arbor_protocol::{AgentPath, Event, ResponseItem, SandboxMode, ThreadId, ToolSpec};
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +53,33 @@ impl Turn<'_> {
         if !events.is_empty() {
             self.session().record(Json(events)).send();
         }
+    }
+
+    /// The tool call `name` as journaled step number `step`: `body` runs once, given the
+    /// session's cwd and the agent's sandbox mode, and its answer is replayed on a retry.
+    pub async fn tool_step<F, Fut>(
+        &self,
+        name: &'static str,
+        step: usize,
+        body: F,
+    ) -> Result<Result<String, String>, HandlerError>
+    where
+        F: FnOnce(PathBuf, SandboxMode) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<String, String>> + Send + 'static,
+    {
+        let cwd = PathBuf::from(&self.config.cwd);
+        let sandbox = self.meta.sandbox;
+        let worker = Arc::clone(self.worker);
+        let key = self.key.clone();
+        let answer = self
+            .ctx
+            .run(|| async move {
+                worker.log_step(name, &key, step, "ask");
+                Ok(Json(body(cwd, sandbox).await))
+            })
+            .name(name)
+            .await?;
+        Ok(answer.into_inner())
     }
 }
 
