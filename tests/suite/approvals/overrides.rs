@@ -44,6 +44,11 @@ async fn arbor_approve_after_a_denial_lets_the_identical_retry_through_once() {
         unreachable!("matched above");
     };
     assert_eq!(outcome, "deny");
+    // Another process reads what is durable: the request's lines first reach the disk (a user
+    // sees the id only once they have, as the console prints events after their lines).
+    s.orch
+        .flush_blocking()
+        .expect("the session's files are written");
     let home = s.home.path().to_path_buf();
     let session = s.orch.session_id().to_string();
     let answer = |id: String| {
