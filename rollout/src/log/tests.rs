@@ -215,3 +215,43 @@ fn append_external_new(path: &Path, thread: ThreadId, n: u64) {
     }
     append_external(path, thread, &[turn(n)]).expect("append");
 }
+
+#[test]
+fn a_burst_with_nobody_waiting_is_synced_once_a_mib_is_written() {
+    // Until a line is synced it is held in memory for the projections: a burst nobody waits
+    // on is synced once a MiB of it is written, not at the once-a-second sync (taken out of
+    // the way here, so that only the size rule can sync).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("log.jsonl");
+    let tail = open_tail(&path, true).expect("tail");
+    let start = Start {
+        end: tail.end,
+        last_seq: tail.last_seq,
+    };
+    let (log, outlets) =
+        SessionLog::start_aged(&path, start, std::time::Duration::from_secs(86_400))
+            .expect("start");
+    let thread = ThreadId::new();
+    let text = "x".repeat(1000);
+    // 1 100 lines of about 1.1 KB: past the write batch and past a MiB, in appends of 10.
+    for _ in 0..110 {
+        let lines = (0..10).map(|_| {
+            RolloutItem::ResponseItem(arbor_protocol::ResponseItem::Message {
+                role: "assistant".into(),
+                content: text.clone(),
+            })
+        });
+        log.append(thread, lines).expect("append");
+    }
+    let first = outlets
+        .synced
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("synced with nobody waiting");
+    let bytes: usize = first.lines.iter().map(|l| l.bytes.len()).sum();
+    assert!(
+        bytes >= 1 << 20,
+        "synced before a MiB was written: {bytes} bytes"
+    );
+    assert_eq!(log.syncs(), 1);
+    log.close().expect("close");
+}

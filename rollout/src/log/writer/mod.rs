@@ -1,12 +1,14 @@
 //! The driving process's handle on the session log and its writer thread.
 //!
 //! [`SessionLog::append`] queues items in memory and returns at once with their position in
-//! this process's append order (an lsn). The writer thread takes the queue, numbers the lines
-//! after whatever is in the file (lines other processes appended are read back and handed to
-//! [`Outlets::external`]), writes them with one `write` under the file's lock, and syncs when
+//! this process's append order (an lsn). The writer thread takes the queue (every [`POLL`], or
+//! once [`WRITE_BATCH`] lines are queued), numbers the lines after whatever is in the file
+//! (lines other processes appended are read back and handed to [`Outlets::external`]), writes
+//! them with one `write` under the file's lock, and syncs when
 //! someone waits: at once for a waiter that blocks on it ([`Urgency::Now`]), within
 //! [`SOON_WINDOW`] for one that only must not show anything early ([`Urgency::Soon`]: output),
-//! and at least every [`MAX_UNSYNCED_AGE`] while lines are unsynced. One sync covers every line
+//! at least every [`MAX_UNSYNCED_AGE`] while lines are unsynced, and once [`MAX_UNSYNCED_BYTES`]
+//! are written and unsynced (what is not synced is held in memory). One sync covers every line
 //! written before it. Synced lines go to [`Outlets::synced`] in file order.
 //!
 //! A failed write or sync fails the log for good: every waiter and every later append gets
@@ -33,7 +35,9 @@ pub const SOON_WINDOW: Duration = Duration::from_millis(20);
 /// The longest a written line stays unsynced when nobody waits for it.
 pub const MAX_UNSYNCED_AGE: Duration = Duration::from_secs(1);
 /// Unsynced bytes past which the writer syncs without waiting for a waiter.
-const MAX_UNSYNCED_BYTES: usize = 8 << 20;
+const MAX_UNSYNCED_BYTES: usize = 1 << 20;
+/// Queued lines past which the writer writes them without waiting for its next round.
+const WRITE_BATCH: usize = 1024;
 
 /// How soon a waiter needs its sync.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +147,16 @@ impl SessionLog {
     /// Starts the writer of the log at `path`, whose complete lines end as `start` says (the
     /// caller has cut a torn tail off and brought the projections up to it).
     pub fn start(path: &Path, start: Start) -> Result<(Self, Outlets), LogError> {
+        Self::start_aged(path, start, MAX_UNSYNCED_AGE)
+    }
+
+    /// Like [`Self::start`], with unsynced lines synced at the latest after `max_age` (the
+    /// tests take the age rule out of the way to see the size rule).
+    pub(crate) fn start_aged(
+        path: &Path,
+        start: Start,
+        max_age: Duration,
+    ) -> Result<(Self, Outlets), LogError> {
         let file = open_rw(path, true)?;
         let (progress, _) = watch::channel((0, false));
         let shared = Arc::new(Shared {
@@ -155,7 +169,14 @@ impl SessionLog {
         });
         let (ext_tx, external) = mpsc::unbounded_channel();
         let (synced_tx, synced) = crossbeam_channel::unbounded();
-        let writer = Writer::new(Arc::clone(&shared), file, &start, ext_tx, synced_tx);
+        let writer = Writer::new(
+            Arc::clone(&shared),
+            file,
+            &start,
+            max_age,
+            ext_tx,
+            synced_tx,
+        );
         let handle = std::thread::Builder::new()
             .name("arbor-log-writer".into())
             .spawn(move || writer.run())
@@ -208,6 +229,7 @@ impl SessionLog {
         if state.stop {
             return Err(LogError::closed(&self.shared.path));
         }
+        let queued = state.queue.len();
         for (thread, item) in lines {
             state.appended += 1;
             state.queue.push(Entry {
@@ -215,6 +237,9 @@ impl SessionLog {
                 timestamp,
                 item,
             });
+        }
+        if queued < WRITE_BATCH && state.queue.len() >= WRITE_BATCH {
+            self.shared.wake.notify_one();
         }
         Ok(state.appended)
     }

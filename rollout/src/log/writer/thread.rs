@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arbor_protocol::RolloutLine;
 use tokio::sync::mpsc;
@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use super::super::LogError;
 use super::super::file::{Locked, cut_torn, encode_line, parse_lines, read_range};
 use super::{
-    Entry, MAX_UNSYNCED_AGE, MAX_UNSYNCED_BYTES, POLL, SOON_WINDOW, Shared, Start, State, Synced,
-    SyncedLine,
+    Entry, MAX_UNSYNCED_BYTES, POLL, SOON_WINDOW, Shared, Start, State, Synced, SyncedLine,
+    WRITE_BATCH,
 };
 
 /// The most entries a kept queue may hold room for (a burst's queue is let go).
@@ -33,6 +33,8 @@ pub(super) struct Writer {
     unsynced: Vec<SyncedLine>,
     unsynced_bytes: usize,
     unsynced_since: Option<Instant>,
+    /// The longest a written line stays unsynced when nobody waits for it.
+    max_age: Duration,
     external: mpsc::UnboundedSender<RolloutLine>,
     /// Lines of other processes handed out.
     externals: u64,
@@ -57,6 +59,7 @@ impl Writer {
         shared: Arc<Shared>,
         file: File,
         start: &Start,
+        max_age: Duration,
         external: mpsc::UnboundedSender<RolloutLine>,
         synced: crossbeam_channel::Sender<Synced>,
     ) -> Self {
@@ -69,6 +72,7 @@ impl Writer {
             unsynced: Vec::new(),
             unsynced_bytes: 0,
             unsynced_since: None,
+            max_age,
             external,
             externals: 0,
             catch_ups: 0,
@@ -111,7 +115,7 @@ impl Writer {
             let now = Instant::now();
             let sync = self.sync_due(&state, now);
             let poll = now >= *next_poll || state.catch_ups > self.catch_ups;
-            if state.stop || sync || poll {
+            if state.stop || sync || poll || state.queue.len() >= WRITE_BATCH {
                 if poll {
                     *next_poll = now + POLL;
                 }
@@ -153,7 +157,7 @@ impl Writer {
                 .is_some_and(|since| now >= since + SOON_WINDOW)
             || self
                 .unsynced_since
-                .is_some_and(|since| now >= since + MAX_UNSYNCED_AGE)
+                .is_some_and(|since| now >= since + self.max_age)
             || self.unsynced_bytes >= MAX_UNSYNCED_BYTES
     }
 
