@@ -105,34 +105,69 @@ impl RolloutProjector {
     }
 
     /// The number of the last line the rollout of `thread` holds, reading its end the first
-    /// time (a missing file holds none).
+    /// time (a file made now holds none).
     fn written(&mut self, thread: ThreadId) -> Result<u64, RolloutError> {
-        let known = self.threads.get(&thread).ok_or_else(|| RolloutError::Io {
-            path: self.home.clone(),
-            op: "project",
-            source: std::io::Error::other(format!("no rollout known for thread {thread}")),
-        })?;
+        let Some(known) = self.threads.get(&thread) else {
+            return Err(RolloutError::Io {
+                path: self.home.clone(),
+                op: "project",
+                source: std::io::Error::other(format!("no rollout known for thread {thread}")),
+            });
+        };
         if let Some(written) = known.written {
             return Ok(written);
         }
         let path = known.path.clone();
-        let written = match OpenOptions::new().read(true).write(true).open(&path) {
-            Ok(file) => {
-                // A line a crash cut short was never acknowledged: cut it off before appending.
-                let tail = crate::log::file_tail(&file, &path)?;
-                if tail.torn() > 0 {
-                    file.set_len(tail.end)
-                        .map_err(|err| RolloutError::io(&path, "repair", err))?;
-                }
-                tail.last_seq
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(err) => return Err(RolloutError::io(&path, "open", err)),
-        };
-        if let Some(known) = self.threads.get_mut(&thread) {
-            known.written = Some(written);
+        let file = self.file(thread, &path)?;
+        // A line a crash cut short was never acknowledged: cut it off before appending.
+        let tail = crate::log::file_tail(file, &path)?;
+        if tail.torn() > 0 {
+            file.set_len(tail.end)
+                .map_err(|err| RolloutError::io(&path, "repair", err))?;
         }
-        Ok(written)
+        if let Some(known) = self.threads.get_mut(&thread) {
+            known.written = Some(tail.last_seq);
+        }
+        Ok(tail.last_seq)
+    }
+
+    /// The open rollout of `thread`, opened (and made, with its folder, if missing) the first
+    /// time, and kept among the [`OPEN_FILES`] most recently written.
+    fn file(&mut self, thread: ThreadId, path: &Path) -> Result<&mut File, RolloutError> {
+        if self.open.contains_key(&thread) {
+            if let Some(at) = self.order.iter().position(|id| *id == thread) {
+                self.order.remove(at);
+            }
+        } else {
+            if self.open.len() >= OPEN_FILES
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.open.remove(&oldest);
+            }
+            let open = || {
+                OpenOptions::new()
+                    .read(true)
+                    .append(true)
+                    .create(true)
+                    .open(path)
+            };
+            let file = match open() {
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                    if let Some(dir) = path.parent() {
+                        std::fs::create_dir_all(dir)
+                            .map_err(|err| RolloutError::io(dir, "create folder", err))?;
+                    }
+                    open()
+                }
+                opened => opened,
+            }
+            .map_err(|err| RolloutError::io(path, "open", err))?;
+            self.open.insert(thread, file);
+        }
+        self.order.push_back(thread);
+        self.open
+            .get_mut(&thread)
+            .ok_or_else(|| RolloutError::io(path, "open", std::io::Error::other("not open")))
     }
 
     fn append(&mut self, thread: ThreadId, bytes: &[u8]) -> Result<(), RolloutError> {
@@ -140,29 +175,7 @@ impl RolloutProjector {
             Some(known) => known.path.clone(),
             None => return Ok(()),
         };
-        if !self.open.contains_key(&thread) {
-            if self.open.len() >= OPEN_FILES
-                && let Some(oldest) = self.order.pop_front()
-            {
-                self.open.remove(&oldest);
-            }
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)
-                    .map_err(|err| RolloutError::io(dir, "create folder", err))?;
-            }
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|err| RolloutError::io(&path, "open", err))?;
-            self.open.insert(thread, file);
-        } else if let Some(at) = self.order.iter().position(|id| *id == thread) {
-            self.order.remove(at);
-        }
-        self.order.push_back(thread);
-        let Some(file) = self.open.get_mut(&thread) else {
-            return Ok(());
-        };
+        let file = self.file(thread, &path)?;
         if let Err(err) = file.write_all(bytes) {
             // The file may hold part of the batch: read its end again before the next one.
             self.open.remove(&thread);
