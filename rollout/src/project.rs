@@ -4,6 +4,7 @@
 //! file already has (found from the number of its last line the first time it touches it):
 //! projecting the same lines twice, after a crash or at open, leaves every file as it was.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -107,13 +108,11 @@ impl RolloutProjector {
     /// The number of the last line the rollout of `thread` holds, reading its end the first
     /// time (a file made now holds none).
     fn written(&mut self, thread: ThreadId) -> Result<u64, RolloutError> {
-        let Some(known) = self.threads.get(&thread) else {
-            return Err(RolloutError::Io {
-                path: self.home.clone(),
-                op: "project",
-                source: std::io::Error::other(format!("no rollout known for thread {thread}")),
-            });
-        };
+        let known = self.threads.get(&thread).ok_or_else(|| RolloutError::Io {
+            path: self.home.clone(),
+            op: "project",
+            source: std::io::Error::other(format!("no rollout known for thread {thread}")),
+        })?;
         if let Some(written) = known.written {
             return Ok(written);
         }
@@ -131,43 +130,22 @@ impl RolloutProjector {
         Ok(tail.last_seq)
     }
 
-    /// The open rollout of `thread`, opened (and made, with its folder, if missing) the first
-    /// time, and kept among the [`OPEN_FILES`] most recently written.
+    /// The open rollout of `thread`, opened the first time, and kept among the
+    /// [`OPEN_FILES`] most recently written.
     fn file(&mut self, thread: ThreadId, path: &Path) -> Result<&mut File, RolloutError> {
-        if self.open.contains_key(&thread) {
-            if let Some(at) = self.order.iter().position(|id| *id == thread) {
-                self.order.remove(at);
-            }
-        } else {
-            if self.open.len() >= OPEN_FILES
-                && let Some(oldest) = self.order.pop_front()
-            {
-                self.open.remove(&oldest);
-            }
-            let open = || {
-                OpenOptions::new()
-                    .read(true)
-                    .append(true)
-                    .create(true)
-                    .open(path)
-            };
-            let file = match open() {
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                    if let Some(dir) = path.parent() {
-                        std::fs::create_dir_all(dir)
-                            .map_err(|err| RolloutError::io(dir, "create folder", err))?;
-                    }
-                    open()
-                }
-                opened => opened,
-            }
-            .map_err(|err| RolloutError::io(path, "open", err))?;
-            self.open.insert(thread, file);
+        if let Some(at) = self.order.iter().position(|id| *id == thread) {
+            self.order.remove(at);
+        } else if self.open.len() >= OPEN_FILES
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.open.remove(&oldest);
         }
+        let file = match self.open.entry(thread) {
+            Entry::Occupied(open) => open.into_mut(),
+            Entry::Vacant(slot) => slot.insert(open_rollout(path)?),
+        };
         self.order.push_back(thread);
-        self.open
-            .get_mut(&thread)
-            .ok_or_else(|| RolloutError::io(path, "open", std::io::Error::other("not open")))
+        Ok(file)
     }
 
     fn append(&mut self, thread: ThreadId, bytes: &[u8]) -> Result<(), RolloutError> {
@@ -187,6 +165,28 @@ impl RolloutProjector {
         self.lines += bytes.iter().filter(|b| **b == b'\n').count() as u64;
         Ok(())
     }
+}
+
+/// Opens a rollout to read its end and append, making it (and its folder) when missing.
+fn open_rollout(path: &Path) -> Result<File, RolloutError> {
+    let open = || {
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)
+    };
+    match open() {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|err| RolloutError::io(dir, "create folder", err))?;
+            }
+            open()
+        }
+        opened => opened,
+    }
+    .map_err(|err| RolloutError::io(path, "open", err))
 }
 
 #[cfg(test)]
