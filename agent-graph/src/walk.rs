@@ -303,7 +303,10 @@ mod tests {
     ) {
         let root = ThreadId::new();
         let mut state = SessionState::new(root);
-        let mut lines = vec![(root, RolloutItem::SessionMeta(meta(root, root, None, 0)))];
+        let mut lines = vec![(
+            root,
+            RolloutItem::SessionMeta(Box::new(meta(root, root, None, 0))),
+        )];
         let mut level = vec![root];
         let mut edges = Vec::new();
         for d in 1..=depth {
@@ -313,7 +316,7 @@ mod tests {
                     let child = ThreadId::new();
                     lines.push((
                         child,
-                        RolloutItem::SessionMeta(meta(child, root, Some(*parent), d)),
+                        RolloutItem::SessionMeta(Box::new(meta(child, root, Some(*parent), d))),
                     ));
                     let status = if edges.len() % 3 == 2 {
                         lines.push((child, close(child)));

@@ -42,9 +42,9 @@ pub fn revive_window() -> Result<(), String> {
     let id = header.thread_id;
     let (log, outlets) =
         SessionLog::start(&dir.path().join("log.jsonl"), Start::default()).map_err(err)?;
-    let mut batch = vec![RolloutItem::SessionMeta(header)];
+    let mut batch = vec![RolloutItem::SessionMeta(Box::new(header))];
     batch.extend((0..ITEMS - WINDOW).map(message));
-    batch.push(RolloutItem::Compacted(Compacted {
+    batch.push(RolloutItem::Compacted(Box::new(Compacted {
         summary: "the work so far".into(),
         window: vec![ResponseItem::Message {
             role: "user".into(),
@@ -56,7 +56,7 @@ pub fn revive_window() -> Result<(), String> {
         turn_end: None,
         last_message: None,
         usage: Usage::default(),
-    }));
+    })));
     batch.extend((0..WINDOW - 1).map(message));
     let lsn = log.append(id, batch).map_err(err)?;
     log.wait_durable(lsn, Urgency::Now).map_err(err)?;

@@ -33,7 +33,7 @@ pub fn revive_latency() -> Result<(), String> {
             Start::default(),
         )
         .map_err(err)?;
-        let mut batch = vec![RolloutItem::SessionMeta(header)];
+        let mut batch = vec![RolloutItem::SessionMeta(Box::new(header))];
         batch.extend((0..items).map(|i| {
             RolloutItem::ResponseItem(ResponseItem::Message {
                 role: if i % 2 == 0 { "user" } else { "assistant" }.into(),

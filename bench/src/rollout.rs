@@ -70,7 +70,7 @@ fn unwaited(dir: &Path) -> Result<std::path::PathBuf, String> {
     let (log, outlets) =
         SessionLog::start(&dir.join("unwaited.jsonl"), Start::default()).map_err(err)?;
     let started = Instant::now();
-    log.append(id, [RolloutItem::SessionMeta(header)])
+    log.append(id, [RolloutItem::SessionMeta(Box::new(header))])
         .map_err(err)?;
     for n in 0..UNWAITED_LINES {
         log.append(id, [item(n)]).map_err(err)?;

@@ -76,7 +76,7 @@ fn bfs(store: &Store) -> Result<(), String> {
     apply(
         &mut state,
         root,
-        RolloutItem::SessionMeta(meta(root, root, None, AgentPath::root())),
+        RolloutItem::SessionMeta(Box::new(meta(root, root, None, AgentPath::root()))),
     );
     let mut nodes = vec![(root, AgentPath::root())];
     let mut next_parent = 0;
@@ -95,7 +95,7 @@ fn bfs(store: &Store) -> Result<(), String> {
             apply(
                 &mut state,
                 id,
-                RolloutItem::SessionMeta(meta(id, root, Some(parent), path.clone())),
+                RolloutItem::SessionMeta(Box::new(meta(id, root, Some(parent), path.clone()))),
             );
             if edges % CLOSED_EVERY == CLOSED_EVERY - 1 {
                 apply(

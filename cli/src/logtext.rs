@@ -100,7 +100,7 @@ pub fn describe(item: &RolloutItem) -> String {
         RolloutItem::OverrideUsed(o) => {
             format!("approval {}: override used by {}", o.request_id, o.used_by)
         }
-        RolloutItem::Worktree(fact) => match fact {
+        RolloutItem::Worktree(fact) => match &**fact {
             arbor_protocol::WorktreeFact::Created(c) => format!(
                 "worktree {} on branch {} from {} (base {})",
                 c.path,

@@ -142,7 +142,7 @@ pub async fn compact(
     agent
         .record([
             RolloutItem::Usage(used),
-            RolloutItem::Compacted(compacted.clone()),
+            RolloutItem::Compacted(Box::new(compacted.clone())),
         ])
         .map_err(|err| err.to_string())?;
     ctx.session.send(Input::Usage {

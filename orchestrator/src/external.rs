@@ -75,10 +75,10 @@ pub fn send_external(
         kind,
         content.to_string(),
     );
-    let line = RolloutItem::UserMail(UserMail {
+    let line = RolloutItem::UserMail(Box::new(UserMail {
         recipient_id: target.record.id(),
         mail: mail.clone(),
-    });
+    }));
     append_external(&view.log_path, target.record.id(), &[line])?;
     Ok(SentExternal {
         mail,
@@ -211,14 +211,14 @@ pub fn answer_external_with(
     let mut lines = Vec::new();
     let handed_to = if lease.is_some() {
         if decided {
-            lines.push(RolloutItem::ApprovalDecided(ApprovalDecided {
+            lines.push(RolloutItem::ApprovalDecided(Box::new(ApprovalDecided {
                 request_id: request_id.to_string(),
                 outcome: if approve { "allow" } else { "deny" }.to_string(),
                 decided_by: Some("user".to_string()),
                 risk_level: None,
                 rationale: None,
                 tokens: None,
-            }));
+            })));
         }
         if override_granted && let Some(key) = &key {
             lines.push(crate::approval::override_line(request_id, key));

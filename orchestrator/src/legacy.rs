@@ -115,10 +115,10 @@ fn journal_items(
                 items.push((
                     at,
                     recipient,
-                    RolloutItem::UserMail(UserMail {
+                    RolloutItem::UserMail(Box::new(UserMail {
                         recipient_id: recipient,
                         mail,
-                    }),
+                    })),
                 ));
             }
             Some("close") => {

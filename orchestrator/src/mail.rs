@@ -28,7 +28,7 @@ pub fn send(
 ) -> Result<Mail, OrchestratorError> {
     let mail = compose(author, recipient, kind, content);
     author
-        .record([RolloutItem::MailSent(mail.clone())])
+        .record([RolloutItem::MailSent(Box::new(mail.clone()))])
         .map_err(|err| OrchestratorError::Refused(format!("mail not sent: {err}")))?;
     announce(ctx, &mail);
     ctx.session.send(Input::Mail {
@@ -97,10 +97,10 @@ pub fn send_from_user(
         kind,
         content.to_string(),
     );
-    let line = RolloutItem::UserMail(UserMail {
+    let line = RolloutItem::UserMail(Box::new(UserMail {
         recipient_id: recipient.id(),
         mail: mail.clone(),
-    });
+    }));
     ctx.log.append(recipient.id(), [line])?;
     announce(ctx, &mail);
     ctx.session.send(Input::Mail {

@@ -43,32 +43,37 @@ pub struct RolloutLine {
 }
 
 /// Everything a rollout records. The `type` field names the variant; `payload` holds its data.
+///
+/// Payloads larger than a response item are boxed: a busy session holds thousands of lines
+/// between their append and their projection, and every one of them is as large as the
+/// largest variant kept inline (a header, the rarest line, made it 232 bytes; it is now 88).
+/// Boxing does not change the serialised form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "payload", rename_all = "snake_case")]
 pub enum RolloutItem {
-    SessionMeta(SessionMeta),
+    SessionMeta(Box<SessionMeta>),
     TurnStarted(TurnStarted),
     TurnCompleted(TurnCompleted),
     TurnAborted(TurnAborted),
     ResponseItem(ResponseItem),
-    MailSent(Mail),
-    MailConsumed(MailConsumed),
+    MailSent(Box<Mail>),
+    MailConsumed(Box<MailConsumed>),
     AgentClosed(AgentClosed),
     ApprovalRequested(ApprovalRequested),
-    ApprovalDecided(ApprovalDecided),
+    ApprovalDecided(Box<ApprovalDecided>),
     Usage(Usage),
     /// A new history window starts here (compaction): nothing before it is sent again.
-    Compacted(Compacted),
+    Compacted(Box<Compacted>),
     /// Session facts, in the log only.
     Status(StatusChanged),
-    UserMail(UserMail),
+    UserMail(Box<UserMail>),
     UserClose(UserTarget),
     UserInterrupt(UserTarget),
     UserAnswer(UserAnswer),
     ApprovalOverride(ApprovalOverride),
     OverrideUsed(OverrideUsed),
     /// A fact about the agent's own git worktree (made, merged, removed).
-    Worktree(WorktreeFact),
+    Worktree(Box<WorktreeFact>),
 }
 
 impl RolloutItem {
@@ -356,6 +361,16 @@ mod tests {
         assert_eq!(
             serde_json::from_str::<RolloutLine>(&text).expect("de"),
             line
+        );
+    }
+
+    #[test]
+    fn a_line_in_memory_stays_small() {
+        // A new variant with a large payload inline grows every queued line: box it.
+        let size = std::mem::size_of::<RolloutItem>();
+        assert!(
+            size <= 88,
+            "RolloutItem is {size} bytes; box the payload of the variant that made it grow"
         );
     }
 

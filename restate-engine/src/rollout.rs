@@ -58,7 +58,7 @@ pub fn items(
         .map_or(now, |turn| Timestamp::from_millis(turn.started_ms));
     let mut out = vec![(
         stamp,
-        RolloutItem::SessionMeta(header(session, row, history, cwd)),
+        RolloutItem::SessionMeta(Box::new(header(session, row, history, cwd))),
     )];
     let marks = if history.turns.is_empty() && !history.items.is_empty() {
         // Kept before turns were marked: one turn with everything, ended as the agent is.
@@ -103,7 +103,9 @@ fn turn(history: &AgentHistory, mark: &TurnMark, out: &mut Vec<(Timestamp, Rollo
     let end = mark.end.min(history.items.len());
     for index in mark.start.min(end)..end {
         let item = match mark.mails.iter().find(|(at, _)| *at == index) {
-            Some((_, mail)) => RolloutItem::MailConsumed(MailConsumed { mail: mail.clone() }),
+            Some((_, mail)) => {
+                RolloutItem::MailConsumed(Box::new(MailConsumed { mail: mail.clone() }))
+            }
             None => RolloutItem::ResponseItem(history.items[index].clone()),
         };
         out.push((started, item));

@@ -225,7 +225,7 @@ mod tests {
         let (log, outlets) = SessionLog::start(&log_path, Start::default()).expect("start");
         let id = ThreadId::new();
         let items = vec![
-            RolloutItem::SessionMeta(meta(id)),
+            RolloutItem::SessionMeta(Box::new(meta(id))),
             RolloutItem::TurnStarted(TurnStarted { turn: 1 }),
             RolloutItem::Status(StatusChanged {
                 status: arbor_protocol::AgentStatus::Running,

@@ -161,7 +161,7 @@ impl RolloutReader {
         };
         Ok(Self {
             lines,
-            meta,
+            meta: *meta,
             header: Some(Entry::Line(header.0, header.1)),
             done: false,
         })

@@ -172,7 +172,7 @@ impl Replay {
                     content: consumed.mail.model_text(),
                 });
             }
-            RolloutItem::MailSent(mail) => self.sent.push(mail.clone()),
+            RolloutItem::MailSent(mail) => self.sent.push((**mail).clone()),
             RolloutItem::AgentClosed(closed) => self.closed.push(closed.clone()),
             RolloutItem::Usage(usage) => {
                 self.usage.add(*usage);
@@ -289,7 +289,7 @@ mod tests {
                 seq: None,
                 thread: None,
                 timestamp: Timestamp::from_millis(0),
-                item: RolloutItem::SessionMeta(meta.clone()),
+                item: RolloutItem::SessionMeta(Box::new(meta.clone())),
             },
         )];
         for (n, item) in items.into_iter().enumerate() {
@@ -329,7 +329,7 @@ mod tests {
         );
         let replay = Replay::from_read(&read(vec![
             RolloutItem::TurnStarted(TurnStarted { turn: 1 }),
-            RolloutItem::MailConsumed(MailConsumed { mail: mail.clone() }),
+            RolloutItem::MailConsumed(Box::new(MailConsumed { mail: mail.clone() })),
             msg("assistant", "done"),
             RolloutItem::TurnCompleted(TurnCompleted {
                 turn: 1,

@@ -42,7 +42,7 @@ impl SessionState {
             }
             RolloutItem::TurnAborted(aborted) => self.ended(thread, aborted.status()),
             RolloutItem::MailSent(mail) => match self.recipient_of(mail) {
-                Some(recipient) => self.add_mail(recipient, mail.clone()),
+                Some(recipient) => self.add_mail(recipient, (**mail).clone()),
                 None => self.notices.push(format!(
                     "line {seq}: mail {} to {}, which is not an agent of the session",
                     mail.id, mail.recipient

@@ -56,7 +56,7 @@ impl Script {
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
         };
-        self.line(n, RolloutItem::SessionMeta(meta))
+        self.line(n, RolloutItem::SessionMeta(Box::new(meta)))
     }
 
     fn mail(&mut self, from: u64, to: &str, kind: MailKind, text: &str) -> Mail {
@@ -68,7 +68,7 @@ impl Script {
             .path()
             .clone();
         let mail = Mail::new(author, path(to), kind, text.into());
-        self.line(from, RolloutItem::MailSent(mail.clone()));
+        self.line(from, RolloutItem::MailSent(Box::new(mail.clone())));
         mail
     }
 
@@ -134,7 +134,10 @@ fn spawn_turns_and_mail() {
          mail spawn -> /root/a (go)",
     );
     let spawn = s.state().mail.values().next().expect("mail").mail.clone();
-    s.line(2, RolloutItem::MailConsumed(MailConsumed { mail: spawn }));
+    s.line(
+        2,
+        RolloutItem::MailConsumed(Box::new(MailConsumed { mail: spawn })),
+    );
     s.line(
         2,
         RolloutItem::TurnCompleted(TurnCompleted {
@@ -261,14 +264,14 @@ fn the_first_decision_stands_and_answers_wait_for_a_driver() {
         })
     };
     let decided = |id: &str, outcome: &str, by: &str| {
-        RolloutItem::ApprovalDecided(ApprovalDecided {
+        RolloutItem::ApprovalDecided(Box::new(ApprovalDecided {
             request_id: id.into(),
             outcome: outcome.into(),
             decided_by: Some(by.into()),
             risk_level: None,
             rationale: None,
             tokens: None,
-        })
+        }))
     };
     s.line(1, asked("r1"));
     s.line(
@@ -318,10 +321,10 @@ fn usage_adds_up_and_user_mail_reaches_its_recipient() {
     );
     s.line(
         2,
-        RolloutItem::UserMail(UserMail {
+        RolloutItem::UserMail(Box::new(UserMail {
             recipient_id: tid(2),
             mail,
-        }),
+        })),
     );
     let state = s.state();
     let a = state.thread(tid(2)).expect("a");
@@ -381,7 +384,10 @@ fn a_committed_state_loads_back_equal() {
         lines: s.lines.clone(),
     };
     let spawn = state.mail.values().next().expect("mail").mail.clone();
-    s2.line(2, RolloutItem::MailConsumed(MailConsumed { mail: spawn }));
+    s2.line(
+        2,
+        RolloutItem::MailConsumed(Box::new(MailConsumed { mail: spawn })),
+    );
     let mut later = loaded;
     later.apply(s2.lines.last().expect("line"), 999);
     store.commit(&mut later).expect("commit");
@@ -404,9 +410,12 @@ fn worktree_facts_make_a_record_that_survives_the_store() {
         source: "/w".into(),
         prefix: String::new(),
     };
-    s.line(2, RolloutItem::Worktree(WorktreeFact::Created(created)));
+    s.line(
+        2,
+        RolloutItem::Worktree(Box::new(WorktreeFact::Created(created))),
+    );
     // A fact about an agent with no worktree changes nothing.
-    s.line(1, RolloutItem::Worktree(WorktreeFact::Removed));
+    s.line(1, RolloutItem::Worktree(Box::new(WorktreeFact::Removed)));
     let mut state = s.state();
     assert_eq!(state.worktrees.len(), 1);
     store.commit(&mut state).expect("commit");
@@ -415,7 +424,10 @@ fn worktree_facts_make_a_record_that_survives_the_store() {
         into: "/w".into(),
         files: vec!["a.txt".into()],
     };
-    s.line(2, RolloutItem::Worktree(WorktreeFact::Merged(merged)));
+    s.line(
+        2,
+        RolloutItem::Worktree(Box::new(WorktreeFact::Merged(merged))),
+    );
     let mut later = store.load_session(tid(1)).expect("load");
     assert_eq!(later.worktrees, state.worktrees);
     later.apply(s.lines.last().expect("line"), 500);
@@ -428,7 +440,7 @@ fn worktree_facts_make_a_record_that_survives_the_store() {
         ),
         (Some("c1"), false, "arbor/s/a")
     );
-    s.line(2, RolloutItem::Worktree(WorktreeFact::Removed));
+    s.line(2, RolloutItem::Worktree(Box::new(WorktreeFact::Removed)));
     later.apply(s.lines.last().expect("line"), 600);
     store.commit(&mut later).expect("commit");
     let reloaded = store.load_session(tid(1)).expect("load");

@@ -103,7 +103,11 @@ pub async fn export(home: &Path, args: &ExportArgs) -> Result<u8, CliError> {
             .map_err(CliError::usage)?;
         for mail in inbox.mail {
             let author = by_path.get(mail.author.as_str()).copied().unwrap_or(id);
-            lines.push((author, mail.created_at, RolloutItem::MailSent(mail)));
+            lines.push((
+                author,
+                mail.created_at,
+                RolloutItem::MailSent(Box::new(mail)),
+            ));
         }
     }
     let agents = records.len();

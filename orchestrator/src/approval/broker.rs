@@ -22,14 +22,14 @@ fn requested_line(request: &Request) -> RolloutItem {
 }
 
 pub fn decided_line(id: &str, settled: &Settled) -> RolloutItem {
-    RolloutItem::ApprovalDecided(ApprovalDecided {
+    RolloutItem::ApprovalDecided(Box::new(ApprovalDecided {
         request_id: id.to_string(),
         outcome: settled.outcome.as_str().to_string(),
         decided_by: Some(settled.decided_by.as_str().to_string()),
         risk_level: settled.risk_level.clone(),
         rationale: settled.rationale.clone(),
         tokens: settled.tokens,
-    })
+    }))
 }
 
 fn announce_request(ctx: &Ctx, agent: &Agent, request: &Request) {

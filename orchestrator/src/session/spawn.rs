@@ -73,9 +73,10 @@ pub fn make(
     if !ctx.registry.insert(Arc::clone(&agent)) {
         return Err(taken(&spec.path));
     }
-    let mut lines: Vec<(ThreadId, RolloutItem)> = vec![(id, RolloutItem::SessionMeta(meta))];
+    let mut lines: Vec<(ThreadId, RolloutItem)> =
+        vec![(id, RolloutItem::SessionMeta(Box::new(meta)))];
     if let Some(worktree) = &spec.worktree {
-        lines.push((id, RolloutItem::Worktree(worktree.created())));
+        lines.push((id, RolloutItem::Worktree(Box::new(worktree.created()))));
     }
     lines.extend(
         spec.history
@@ -83,7 +84,7 @@ pub fn make(
             .map(|item| (id, RolloutItem::ResponseItem(item.clone()))),
     );
     if let (Some(parent), Some(task)) = (parent_id, &spec.task) {
-        lines.push((parent, RolloutItem::MailSent(task.clone())));
+        lines.push((parent, RolloutItem::MailSent(Box::new(task.clone()))));
     }
     match ctx.log.append_lines(stamp, lines) {
         Ok(lsn) => {

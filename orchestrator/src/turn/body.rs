@@ -255,7 +255,7 @@ fn take_input(
     lines.extend(
         mails
             .iter()
-            .map(|mail| RolloutItem::MailConsumed(MailConsumed { mail: mail.clone() })),
+            .map(|mail| RolloutItem::MailConsumed(Box::new(MailConsumed { mail: mail.clone() }))),
     );
     agent.record(lines).map_err(|err| err.to_string())?;
     {

@@ -74,7 +74,7 @@ pub fn finish_turn(
     // The result mail goes with the end line: a result is sent exactly when its turn ended.
     let mut result = result_mail(ctx, agent, &result_text);
     if let Some(mail) = &result {
-        lines.push(RolloutItem::MailSent(mail.clone()));
+        lines.push(RolloutItem::MailSent(Box::new(mail.clone())));
     }
     if let Err(err) = agent.record(lines) {
         tracing::error!(path = %agent.path(), error = %err, "turn end not recorded");

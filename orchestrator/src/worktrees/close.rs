@@ -87,7 +87,7 @@ async fn release_one(ctx: &Arc<Ctx>, agent: &Arc<Agent>, wt: &Arc<AgentWorktree>
     }
     if remove {
         wt.set_removed();
-        if let Err(err) = agent.record([RolloutItem::Worktree(WorktreeFact::Removed)]) {
+        if let Err(err) = agent.record([RolloutItem::Worktree(Box::new(WorktreeFact::Removed))]) {
             tracing::error!(path = %agent.path(), error = %err, "worktree removal not recorded");
         }
         ctx.events.emit(Event::WorktreeRemoved {

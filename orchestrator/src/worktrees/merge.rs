@@ -99,7 +99,7 @@ pub async fn merge_worktree(
             files: report.merged.clone(),
         });
         let lsn = target
-            .record([RolloutItem::Worktree(fact)])
+            .record([RolloutItem::Worktree(Box::new(fact))])
             .map_err(|err| format!("the merge was not recorded: {err}"))?;
         wt.set_merged(&commit, &wt.source.display().to_string());
         ctx.log

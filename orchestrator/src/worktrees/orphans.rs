@@ -177,7 +177,7 @@ pub fn remove_orphan_worktree(home: &Path, orphan: &OrphanWorktree) -> Result<St
         append_external(
             &view.log_path,
             *id,
-            &[RolloutItem::Worktree(WorktreeFact::Removed)],
+            &[RolloutItem::Worktree(Box::new(WorktreeFact::Removed))],
         )
         .map_err(|err| err.to_string())?;
     }

@@ -232,7 +232,7 @@ pub fn merge(
         append_external(
             &view.log_path,
             found.record.thread_id,
-            &[RolloutItem::Worktree(fact)],
+            &[RolloutItem::Worktree(Box::new(fact))],
         )?;
     }
     Ok(OutsideMerge {
@@ -311,7 +311,7 @@ pub fn release_closed(
             append_external(
                 &view.log_path,
                 id,
-                &[RolloutItem::Worktree(WorktreeFact::Removed)],
+                &[RolloutItem::Worktree(Box::new(WorktreeFact::Removed))],
             )?;
             released.push(Released::Removed { path, dir });
         } else {

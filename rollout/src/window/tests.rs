@@ -46,7 +46,7 @@ fn usage(tokens: u64) -> RolloutItem {
 }
 
 fn compacted(summary: &str, turn: u64, usage: Usage) -> RolloutItem {
-    RolloutItem::Compacted(Compacted {
+    RolloutItem::Compacted(Box::new(Compacted {
         summary: summary.into(),
         window: vec![ResponseItem::Message {
             role: "user".into(),
@@ -58,12 +58,12 @@ fn compacted(summary: &str, turn: u64, usage: Usage) -> RolloutItem {
         turn_end: None,
         last_message: Some("answer 1".into()),
         usage,
-    })
+    }))
 }
 
 fn write(items: &[RolloutItem]) -> tempfile::NamedTempFile {
     let mut file = tempfile::NamedTempFile::new().expect("file");
-    for (n, item) in std::iter::once(RolloutItem::SessionMeta(meta()))
+    for (n, item) in std::iter::once(RolloutItem::SessionMeta(Box::new(meta())))
         .chain(items.iter().cloned())
         .enumerate()
     {

@@ -271,10 +271,10 @@ fn external_and_garbage(ws: &Workspace, session: &str, path: &str, content: &str
         content.to_string(),
     );
     let log = crate::store_lag::find_log(ws, session);
-    let line = arbor_protocol::RolloutItem::UserMail(arbor_protocol::UserMail {
+    let line = arbor_protocol::RolloutItem::UserMail(Box::new(arbor_protocol::UserMail {
         recipient_id: recipient,
         mail: mail.clone(),
-    });
+    }));
     arbor_rollout::log::append_external(&log, recipient, &[line]).expect("append");
     std::fs::OpenOptions::new()
         .append(true)

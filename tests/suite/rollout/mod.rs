@@ -49,7 +49,7 @@ fn logged(home: &Path, thread: ThreadId, header: bool, items: &[RolloutItem]) ->
     let (log, outlets) = SessionLog::start(&home.join("log.jsonl"), Start::default()).expect("log");
     let mut all = Vec::new();
     if header {
-        all.push(RolloutItem::SessionMeta(meta(thread)));
+        all.push(RolloutItem::SessionMeta(Box::new(meta(thread))));
     }
     all.extend(items.iter().cloned());
     let lsn = log.append(thread, all).expect("append");

@@ -26,14 +26,14 @@ fn every_item() -> Vec<RolloutItem> {
         "fix \"the\" bug\nline two — ünïcode ✓ \u{2028} tab\t".into(),
     );
     vec![
-        RolloutItem::SessionMeta(SessionMeta {
+        RolloutItem::SessionMeta(Box::new(SessionMeta {
             parent_id: Some(ThreadId::new()),
             path: child.clone(),
             depth: 1,
             nickname: Some("Plato the 2nd".into()),
             effort: Some("high".into()),
             ..meta(child_id)
-        }),
+        })),
         turn(1),
         RolloutItem::ResponseItem(ResponseItem::Message {
             role: "user".into(),
@@ -52,25 +52,25 @@ fn every_item() -> Vec<RolloutItem> {
             name: "spawn_agent".into(),
             arguments: r#"{"task_name":"worker_a","message":"go"}"#.into(),
         }),
-        RolloutItem::MailSent(mail.clone()),
+        RolloutItem::MailSent(Box::new(mail.clone())),
         RolloutItem::ResponseItem(ResponseItem::FunctionCallOutput {
             call_id: "call_1".into(),
             output: r#"{"task_name":"/root/worker_a","nickname":"Plato"}"#.into(),
         }),
-        RolloutItem::MailConsumed(MailConsumed { mail }),
+        RolloutItem::MailConsumed(Box::new(MailConsumed { mail })),
         RolloutItem::ApprovalRequested(ApprovalRequested {
             request_id: "req_1".into(),
             action: serde_json::json!({"cmd": ["rm", "-rf", "build"], "cwd": "/w", "n": 1.5}),
             justification: Some("clean the build".into()),
         }),
-        RolloutItem::ApprovalDecided(ApprovalDecided {
+        RolloutItem::ApprovalDecided(Box::new(ApprovalDecided {
             request_id: "req_1".into(),
             outcome: "deny".into(),
             decided_by: Some("guardian".into()),
             risk_level: Some("high".into()),
             rationale: None,
             tokens: Some(321),
-        }),
+        })),
         RolloutItem::AgentClosed(AgentClosed {
             target_id: child_id,
             target: child.clone(),
@@ -87,7 +87,7 @@ fn every_item() -> Vec<RolloutItem> {
             output_tokens: 0,
             compaction_tokens: 3,
         }),
-        RolloutItem::Compacted(arbor_protocol::Compacted {
+        RolloutItem::Compacted(Box::new(arbor_protocol::Compacted {
             summary: "what happened".into(),
             window: vec![ResponseItem::Message {
                 role: "user".into(),
@@ -99,7 +99,7 @@ fn every_item() -> Vec<RolloutItem> {
             turn_end: None,
             last_message: None,
             usage: Usage::default(),
-        }),
+        })),
         RolloutItem::TurnCompleted(TurnCompleted {
             turn: 1,
             last_message: Some("done".into()),
@@ -121,10 +121,10 @@ fn every_item() -> Vec<RolloutItem> {
         RolloutItem::Status(StatusChanged {
             status: AgentStatus::Queued,
         }),
-        RolloutItem::UserMail(UserMail {
+        RolloutItem::UserMail(Box::new(UserMail {
             recipient_id: child_id,
             mail: Mail::new(root.clone(), root.clone(), MailKind::Message, "hi".into()),
-        }),
+        })),
         RolloutItem::UserClose(UserTarget {
             target_id: child_id,
         }),
@@ -146,7 +146,7 @@ fn every_item() -> Vec<RolloutItem> {
             request_id: "req_1".into(),
             used_by: "req_2".into(),
         }),
-        RolloutItem::Worktree(arbor_protocol::WorktreeFact::Created(
+        RolloutItem::Worktree(Box::new(arbor_protocol::WorktreeFact::Created(
             arbor_protocol::WorktreeCreated {
                 path: "worktrees/s/a".into(),
                 branch: "arbor/s/a".into(),
@@ -154,15 +154,15 @@ fn every_item() -> Vec<RolloutItem> {
                 source: "/w".into(),
                 prefix: "sub".into(),
             },
-        )),
-        RolloutItem::Worktree(arbor_protocol::WorktreeFact::Merged(
+        ))),
+        RolloutItem::Worktree(Box::new(arbor_protocol::WorktreeFact::Merged(
             arbor_protocol::WorktreeMerged {
                 commit: "c".into(),
                 into: "/w".into(),
                 files: vec!["a.txt".into()],
             },
-        )),
-        RolloutItem::Worktree(arbor_protocol::WorktreeFact::Removed),
+        ))),
+        RolloutItem::Worktree(Box::new(arbor_protocol::WorktreeFact::Removed)),
     ]
 }
 
@@ -185,7 +185,7 @@ fn every_item_variant_round_trips_through_the_log_and_the_rollout() {
     // The log holds every item, numbered from 1, in order.
     let logged = arbor_rollout::log::read_log(&home.path().join("log.jsonl"), 0).expect("log");
     assert!(logged.notices.is_empty(), "{:?}", logged.notices);
-    let mut expected = vec![RolloutItem::SessionMeta(meta(id))];
+    let mut expected = vec![RolloutItem::SessionMeta(Box::new(meta(id)))];
     expected.extend(items);
     assert_eq!(
         logged
@@ -233,7 +233,7 @@ fn path_layout_is_sessions_date_folders_and_stamped_name() {
     let (log, outlets) =
         SessionLog::start(&home.path().join("log.jsonl"), Start::default()).expect("log");
     let lsn = log
-        .append_at(id, stamp, [RolloutItem::SessionMeta(meta(id))])
+        .append_at(id, stamp, [RolloutItem::SessionMeta(Box::new(meta(id)))])
         .expect("append");
     log.wait_durable(lsn, Urgency::Now).expect("durable");
     log.close().expect("close");

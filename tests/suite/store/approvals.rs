@@ -15,14 +15,14 @@ fn asked(id: &str, justification: Option<&str>) -> RolloutItem {
 }
 
 fn decided(id: &str, outcome: &str, by: &str) -> RolloutItem {
-    RolloutItem::ApprovalDecided(ApprovalDecided {
+    RolloutItem::ApprovalDecided(Box::new(ApprovalDecided {
         request_id: id.into(),
         outcome: outcome.into(),
         decided_by: Some(by.into()),
         risk_level: Some("high".into()),
         rationale: Some("deletes files".into()),
         tokens: Some(1234),
-    })
+    }))
 }
 
 #[test]

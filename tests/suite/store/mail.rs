@@ -23,25 +23,25 @@ fn mail_keeps_send_order_until_consumed() {
         .spawn(3, Some(1), "/root/b");
     let sent: Vec<Mail> = (0..5).map(|i| mail("/root/a", &format!("m{i}"))).collect();
     for m in &sent {
-        seed.line(1, RolloutItem::MailSent(m.clone()));
+        seed.line(1, RolloutItem::MailSent(Box::new(m.clone())));
     }
     seed.line(
         3,
-        RolloutItem::UserMail(UserMail {
+        RolloutItem::UserMail(Box::new(UserMail {
             recipient_id: tid(3),
             mail: mail("/root/b", "other"),
-        }),
+        })),
     );
     seed.commit(&store);
     assert_eq!(store.unconsumed_mail(tid(2)).expect("list"), sent);
 
-    let consumed = |m: &Mail| RolloutItem::MailConsumed(MailConsumed { mail: m.clone() });
+    let consumed = |m: &Mail| RolloutItem::MailConsumed(Box::new(MailConsumed { mail: m.clone() }));
     // Consumed once, twice, and a mail nobody sent: only the first changes anything.
     seed.line(2, consumed(&sent[1]))
         .line(2, consumed(&sent[1]))
         .line(2, consumed(&mail("/root/a", "never sent")));
     // A mail line written again (a replay) does not queue it twice.
-    seed.line(1, RolloutItem::MailSent(sent[0].clone()));
+    seed.line(1, RolloutItem::MailSent(Box::new(sent[0].clone())));
     seed.commit(&store);
     let left: Vec<_> = [0, 2, 3, 4].map(|i| sent[i].clone()).into();
     assert_eq!(store.unconsumed_mail(tid(2)).expect("list"), left);
@@ -66,8 +66,11 @@ fn mail_consumed_before_its_commit_is_never_written() {
     let m = mail("/root/a", "quick");
     seed.spawn(1, None, "/root")
         .spawn(2, Some(1), "/root/a")
-        .line(1, RolloutItem::MailSent(m.clone()))
-        .line(2, RolloutItem::MailConsumed(MailConsumed { mail: m }))
+        .line(1, RolloutItem::MailSent(Box::new(m.clone())))
+        .line(
+            2,
+            RolloutItem::MailConsumed(Box::new(MailConsumed { mail: m })),
+        )
         .commit(&store);
     assert!(
         store

@@ -74,7 +74,7 @@ impl Seed {
             format_version: ROLLOUT_FORMAT_VERSION,
         };
         edit(&mut meta);
-        self.line(n, RolloutItem::SessionMeta(meta))
+        self.line(n, RolloutItem::SessionMeta(Box::new(meta)))
     }
 
     pub(crate) fn spawn(&mut self, n: u64, parent: Option<u64>, at: &str) -> &mut Self {

@@ -271,7 +271,7 @@ mod tests {
             cwd: "/w".into(),
             format_version: 1,
         };
-        let mut lines = vec![line(1, root, RolloutItem::SessionMeta(meta))];
+        let mut lines = vec![line(1, root, RolloutItem::SessionMeta(Box::new(meta)))];
         for i in 0..n {
             lines.push(line(
                 i + 2,
