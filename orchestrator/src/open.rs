@@ -107,7 +107,7 @@ pub fn reconcile(
             .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         let mut from = state.applied.offset;
         for synced in &lines {
-            from += synced.bytes.len() as u64;
+            from += synced.bytes().len() as u64;
             state.apply(&synced.line, from);
         }
         state.applied.offset = tail.end;

@@ -177,7 +177,7 @@ fn project(
         let mut end = state.applied.offset;
         for synced in &batch.lines {
             // The offsets of lines inside a batch follow from their lengths.
-            end += synced.bytes.len() as u64;
+            end += synced.bytes().len() as u64;
             state.apply(&synced.line, end);
         }
         state.applied.offset = batch.end;

@@ -93,7 +93,7 @@ impl RolloutProjector {
                 batches.len() - 1
             });
             let batch = &mut batches[at];
-            batch.1.extend_from_slice(&synced.bytes);
+            batch.1.extend_from_slice(synced.bytes());
             batch.2 = seq;
         }
         for (thread, bytes, last) in batches {

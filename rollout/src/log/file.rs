@@ -11,6 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use arbor_protocol::{RolloutItem, RolloutLine, ThreadId, Timestamp};
 use serde::Deserialize;
@@ -304,27 +305,28 @@ pub(crate) fn read_range(
 /// lines, the offset after the last complete one, and the notices.
 pub(crate) fn parse_lines(
     path: &Path,
-    bytes: &[u8],
+    bytes: Vec<u8>,
     from: u64,
 ) -> (Vec<SyncedLine>, u64, Vec<String>) {
+    let bytes = Arc::new(bytes);
     let mut out = Vec::new();
     let mut notices = Vec::new();
     let mut offset = from;
+    let mut at = 0;
     for raw in bytes.split_inclusive(|b| *b == b'\n') {
         let Some(body) = raw.strip_suffix(b"\n") else {
             break;
         };
         let start = offset;
+        let range = at..at + raw.len();
+        at = range.end;
         offset += raw.len() as u64;
         if is_blank(body) {
             continue;
         }
         match parse_line(body) {
             Ok(Parsed::Known(line)) if line.seq.is_some() && line.thread.is_some() => {
-                out.push(SyncedLine {
-                    line,
-                    bytes: raw.to_vec(),
-                });
+                out.push(SyncedLine::new(line, &bytes, range));
             }
             _ => notices.push(format!(
                 "session log {}: skipped the line at byte {start}, which is not a log line",

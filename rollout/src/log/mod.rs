@@ -67,7 +67,7 @@ pub fn read_synced(
         .map_err(|err| LogError::io(path, "read", &err))?
         .len();
     let bytes = file::read_range(&file, path, from, len.max(from))?;
-    Ok(file::parse_lines(path, &bytes, from))
+    Ok(file::parse_lines(path, bytes, from))
 }
 
 /// Where the complete lines of any file of log lines (a rollout too) end.

@@ -55,7 +55,11 @@ fn appends_are_numbered_in_order_and_one_sync_covers_them_all() {
     assert_eq!(synced.lines[1].line.thread, Some(b));
     // The bytes handed on are the bytes of the file.
     let text = std::fs::read(&path).expect("read");
-    let joined: Vec<u8> = synced.lines.iter().flat_map(|l| l.bytes.clone()).collect();
+    let joined: Vec<u8> = synced
+        .lines
+        .iter()
+        .flat_map(|l| l.bytes().to_vec())
+        .collect();
     assert_eq!(joined, text);
     log.close().expect("close");
     assert!(log.append(a, [turn(99)]).is_err(), "closed");
@@ -247,7 +251,7 @@ fn a_burst_with_nobody_waiting_is_synced_once_a_mib_is_written() {
         .synced
         .recv_timeout(std::time::Duration::from_secs(120))
         .expect("synced with nobody waiting");
-    let bytes: usize = first.lines.iter().map(|l| l.bytes.len()).sum();
+    let bytes: usize = first.lines.iter().map(|l| l.bytes().len()).sum();
     assert!(
         bytes >= 1 << 20,
         "synced before a MiB was written: {bytes} bytes"

@@ -49,7 +49,7 @@ fn a_torn_rollout_line_is_cut_off_before_the_next_lines_are_projected() {
     let mut first = RolloutProjector::new(home.path());
     first.project(&lines[..4]).expect("project");
     let path = first.path_of(id).expect("known").to_path_buf();
-    let torn = &lines[4].bytes[..lines[4].bytes.len() / 2];
+    let torn = &lines[4].bytes()[..lines[4].bytes().len() / 2];
     fs::OpenOptions::new()
         .append(true)
         .open(&path)

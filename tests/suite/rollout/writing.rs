@@ -213,7 +213,7 @@ fn every_item_variant_round_trips_through_the_log_and_the_rollout() {
     let bytes: Vec<u8> = lines
         .iter()
         .filter(|l| l.line.item.in_rollout())
-        .flat_map(|l| l.bytes.clone())
+        .flat_map(|l| l.bytes().to_vec())
         .collect();
     assert_eq!(fs::read(&path).expect("rollout bytes"), bytes);
     let stamps: Vec<Timestamp> = read.lines.iter().map(|(_, l)| l.timestamp).collect();

@@ -14,6 +14,7 @@
 //! A failed write or sync fails the log for good: every waiter and every later append gets
 //! the error, and nothing after the last synced line is acknowledged.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -56,11 +57,30 @@ pub struct Start {
 }
 
 /// One line as synced: the parsed line (with `seq` and `thread`) and its bytes, newline
-/// included, as written to the log (a rollout gets the same bytes).
+/// included, as written to the log (a rollout gets the same bytes). The bytes are a range of
+/// the buffer the line was written with (or read from), which the lines of that batch share:
+/// a batch is one buffer, not one copy per line.
 #[derive(Debug, Clone)]
 pub struct SyncedLine {
     pub line: RolloutLine,
-    pub bytes: Vec<u8>,
+    buf: Arc<Vec<u8>>,
+    range: Range<usize>,
+}
+
+impl SyncedLine {
+    /// The line `range` of `buf` holds, parsed as `line`.
+    pub(crate) fn new(line: RolloutLine, buf: &Arc<Vec<u8>>, range: Range<usize>) -> Self {
+        Self {
+            line,
+            buf: Arc::clone(buf),
+            range,
+        }
+    }
+
+    /// The line's bytes, newline included.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.range.clone()]
+    }
 }
 
 /// Lines that reached the disk, in file order.

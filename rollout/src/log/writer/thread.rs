@@ -41,7 +41,8 @@ pub(super) struct Writer {
     /// Catch-up rounds done.
     catch_ups: u64,
     synced: crossbeam_channel::Sender<Synced>,
-    buf: Vec<u8>,
+    /// The size of the last batch written, for the buffer of the next.
+    last_batch_bytes: usize,
     scratch: Vec<u8>,
 }
 
@@ -77,7 +78,7 @@ impl Writer {
             externals: 0,
             catch_ups: 0,
             synced,
-            buf: Vec::new(),
+            last_batch_bytes: 0,
             scratch: Vec::new(),
         }
     }
@@ -178,13 +179,15 @@ impl Writer {
         if entries.is_empty() {
             return Ok(());
         }
-        self.buf.clear();
+        // The batch's buffer goes on with its lines; the next batch starts one of the size of
+        // this one.
+        let mut buf = Vec::with_capacity(self.last_batch_bytes);
         let mut lines = Vec::with_capacity(entries.len());
         for entry in entries.drain(..) {
             self.last_seq += 1;
-            let start = self.buf.len();
+            let start = buf.len();
             encode_line(
-                &mut self.buf,
+                &mut buf,
                 &mut self.scratch,
                 self.last_seq,
                 entry.thread,
@@ -198,24 +201,23 @@ impl Writer {
                 timestamp: entry.timestamp,
                 item: entry.item,
             };
-            lines.push((line, start..self.buf.len()));
+            lines.push((line, start..buf.len()));
         }
-        if let Err(err) = (&*self.file).write_all(&self.buf) {
+        if let Err(err) = (&*self.file).write_all(&buf) {
             // No partial line may stay in front of a later one.
             let _ = self.file.set_len(self.end);
             return Err(LogError::io(&path, "write", &err));
         }
         drop(lock);
-        self.end += self.buf.len() as u64;
+        self.end += buf.len() as u64;
         self.written += lines.len() as u64;
-        self.unsynced_bytes += self.buf.len();
+        self.unsynced_bytes += buf.len();
         self.unsynced_since.get_or_insert_with(Instant::now);
+        self.last_batch_bytes = buf.len();
+        let buf = Arc::new(buf);
+        self.unsynced.reserve(lines.len());
         for (line, range) in lines {
-            let bytes = self.buf[range].to_vec();
-            self.unsynced.push(SyncedLine { line, bytes });
-        }
-        if self.buf.capacity() > (1 << 22) {
-            self.buf = Vec::new();
+            self.unsynced.push(SyncedLine::new(line, &buf, range));
         }
         if entries.capacity() <= MAX_SPARE {
             self.shared.lock().spare = entries;
@@ -231,7 +233,7 @@ impl Writer {
             return Ok(());
         }
         let bytes = read_range(&self.file, path, self.end, tail.end)?;
-        let (lines, end, notices) = parse_lines(path, &bytes, self.end);
+        let (lines, end, notices) = parse_lines(path, bytes, self.end);
         for notice in notices {
             tracing::warn!("{notice}");
         }
