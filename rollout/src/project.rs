@@ -7,7 +7,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{IoSlice, Write};
 use std::path::{Path, PathBuf};
 
 use arbor_protocol::{RolloutItem, ThreadId, rollout_relative_path};
@@ -68,9 +68,9 @@ impl RolloutProjector {
     }
 
     /// Appends every line of `lines` that belongs in a rollout and is not there yet, one write
-    /// per rollout.
+    /// per rollout (of the lines' bytes where they are, not copied).
     pub fn project(&mut self, lines: &[SyncedLine]) -> Result<(), RolloutError> {
-        let mut batches: Vec<(ThreadId, Vec<u8>, u64)> = Vec::new();
+        let mut batches: Vec<(ThreadId, Vec<IoSlice<'_>>, u64)> = Vec::new();
         let mut slot: HashMap<ThreadId, usize> = HashMap::new();
         for synced in lines {
             let line = &synced.line;
@@ -93,11 +93,11 @@ impl RolloutProjector {
                 batches.len() - 1
             });
             let batch = &mut batches[at];
-            batch.1.extend_from_slice(synced.bytes());
+            batch.1.push(IoSlice::new(synced.bytes()));
             batch.2 = seq;
         }
-        for (thread, bytes, last) in batches {
-            self.append(thread, &bytes)?;
+        for (thread, mut slices, last) in batches {
+            self.append(thread, &mut slices)?;
             if let Some(known) = self.threads.get_mut(&thread) {
                 known.written = Some(last);
             }
@@ -148,13 +148,14 @@ impl RolloutProjector {
         Ok(file)
     }
 
-    fn append(&mut self, thread: ThreadId, bytes: &[u8]) -> Result<(), RolloutError> {
+    fn append(&mut self, thread: ThreadId, lines: &mut [IoSlice<'_>]) -> Result<(), RolloutError> {
         let path = match self.threads.get(&thread) {
             Some(known) => known.path.clone(),
             None => return Ok(()),
         };
+        let count = lines.len() as u64;
         let file = self.file(thread, &path)?;
-        if let Err(err) = file.write_all(bytes) {
+        if let Err(err) = write_all_slices(file, lines) {
             // The file may hold part of the batch: read its end again before the next one.
             self.open.remove(&thread);
             if let Some(known) = self.threads.get_mut(&thread) {
@@ -162,9 +163,22 @@ impl RolloutProjector {
             }
             return Err(RolloutError::io(&path, "append", err));
         }
-        self.lines += bytes.iter().filter(|b| **b == b'\n').count() as u64;
+        self.lines += count;
         Ok(())
     }
+}
+
+/// Writes every slice, in order, in as few `write` calls as the file takes.
+fn write_all_slices(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
+    while !slices.is_empty() {
+        match file.write_vectored(slices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(written) => IoSlice::advance_slices(&mut slices, written),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
 }
 
 /// Opens a rollout to read its end and append, making it (and its folder) when missing.
@@ -259,5 +273,26 @@ mod tests {
         let read = read_rollout(&path).expect("rollout");
         assert_eq!(read.torn_tail, 0);
         assert_eq!(read.lines.len(), 3);
+    }
+
+    #[test]
+    fn a_batch_of_more_lines_than_one_write_takes_reaches_the_rollout_whole() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let log_path = home.path().join("log.jsonl");
+        let (log, outlets) = SessionLog::start(&log_path, Start::default()).expect("start");
+        let id = ThreadId::new();
+        // More lines than a vectored write passes at once (1 024 on Linux).
+        let items = std::iter::once(RolloutItem::SessionMeta(Box::new(meta(id))))
+            .chain((1..=3000).map(|turn| RolloutItem::TurnStarted(TurnStarted { turn })));
+        let lsn = log.append(id, items).expect("append");
+        log.wait_durable(lsn, Urgency::Now).expect("durable");
+        log.close().expect("close");
+        let synced: Vec<SyncedLine> = outlets.synced.iter().flat_map(|s| s.lines).collect();
+        let mut projector = RolloutProjector::new(home.path());
+        projector.project(&synced).expect("project");
+        let path = projector.path_of(id).expect("known").to_path_buf();
+        let expected: Vec<u8> = synced.iter().flat_map(|l| l.bytes().to_vec()).collect();
+        assert_eq!(std::fs::read(&path).expect("rollout"), expected);
+        assert_eq!(projector.lines_written(), 3001);
     }
 }
