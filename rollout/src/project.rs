@@ -232,11 +232,23 @@ mod tests {
         }
     }
 
+    /// The lines `items` of `id` make once appended to a session log in `dir` and synced.
+    fn logged(
+        dir: &std::path::Path,
+        id: ThreadId,
+        items: impl IntoIterator<Item = RolloutItem>,
+    ) -> Vec<SyncedLine> {
+        let log_path = dir.join("log.jsonl");
+        let (log, outlets) = SessionLog::start(&log_path, Start::default()).expect("start");
+        let lsn = log.append(id, items).expect("append");
+        log.wait_durable(lsn, Urgency::Now).expect("durable");
+        log.close().expect("close");
+        outlets.synced.iter().flat_map(|s| s.lines).collect()
+    }
+
     #[test]
     fn synced_lines_reach_their_rollouts_once_and_session_facts_stay_in_the_log() {
         let home = tempfile::tempdir().expect("tempdir");
-        let log_path = home.path().join("log.jsonl");
-        let (log, outlets) = SessionLog::start(&log_path, Start::default()).expect("start");
         let id = ThreadId::new();
         let items = vec![
             RolloutItem::SessionMeta(Box::new(meta(id))),
@@ -245,10 +257,7 @@ mod tests {
                 status: arbor_protocol::AgentStatus::Running,
             }),
         ];
-        let lsn = log.append(id, items).expect("append");
-        log.wait_durable(lsn, Urgency::Now).expect("durable");
-        log.close().expect("close");
-        let synced: Vec<SyncedLine> = outlets.synced.iter().flat_map(|s| s.lines).collect();
+        let synced = logged(home.path(), id, items);
         let mut projector = RolloutProjector::new(home.path());
         projector.project(&synced).expect("project");
         let path = projector.path_of(id).expect("known").to_path_buf();
@@ -278,16 +287,11 @@ mod tests {
     #[test]
     fn a_batch_of_more_lines_than_one_write_takes_reaches_the_rollout_whole() {
         let home = tempfile::tempdir().expect("tempdir");
-        let log_path = home.path().join("log.jsonl");
-        let (log, outlets) = SessionLog::start(&log_path, Start::default()).expect("start");
         let id = ThreadId::new();
         // More lines than a vectored write passes at once (1 024 on Linux).
         let items = std::iter::once(RolloutItem::SessionMeta(Box::new(meta(id))))
             .chain((1..=3000).map(|turn| RolloutItem::TurnStarted(TurnStarted { turn })));
-        let lsn = log.append(id, items).expect("append");
-        log.wait_durable(lsn, Urgency::Now).expect("durable");
-        log.close().expect("close");
-        let synced: Vec<SyncedLine> = outlets.synced.iter().flat_map(|s| s.lines).collect();
+        let synced = logged(home.path(), id, items);
         let mut projector = RolloutProjector::new(home.path());
         projector.project(&synced).expect("project");
         let path = projector.path_of(id).expect("known").to_path_buf();
