@@ -179,9 +179,9 @@ impl Writer {
         if entries.is_empty() {
             return Ok(());
         }
-        // The batch's buffer goes on with its lines; the next batch starts one of the size of
-        // this one.
-        let mut buf = Vec::with_capacity(self.last_batch_bytes);
+        // The batch's buffer goes on with its lines, so each batch has its own, made the size
+        // of the last one (at most a MiB: a small batch after a burst holds no more).
+        let mut buf = Vec::with_capacity(self.last_batch_bytes.min(MAX_UNSYNCED_BYTES));
         let mut lines = Vec::with_capacity(entries.len());
         for entry in entries.drain(..) {
             self.last_seq += 1;
