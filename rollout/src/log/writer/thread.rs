@@ -179,9 +179,10 @@ impl Writer {
         if entries.is_empty() {
             return Ok(());
         }
-        // The batch's buffer goes on with its lines, so each batch has its own, made the size
-        // of the last one (at most a MiB: a small batch after a burst holds no more).
-        let mut buf = Vec::with_capacity(self.last_batch_bytes.min(MAX_UNSYNCED_BYTES));
+        // The batch's buffer goes on with its lines, so each batch has its own: begun the size
+        // of the last one, and cut to its own size once encoded (a small batch after a burst
+        // holds no more than it needs).
+        let mut buf = Vec::with_capacity(self.last_batch_bytes);
         let mut lines = Vec::with_capacity(entries.len());
         for entry in entries.drain(..) {
             self.last_seq += 1;
@@ -203,6 +204,7 @@ impl Writer {
             };
             lines.push((line, start..buf.len()));
         }
+        buf.shrink_to_fit();
         if let Err(err) = (&*self.file).write_all(&buf) {
             // No partial line may stay in front of a later one.
             let _ = self.file.set_len(self.end);
