@@ -12,6 +12,7 @@ mod exec;
 mod gc;
 mod logtext;
 mod mcp;
+mod memory;
 mod output;
 mod outside;
 mod prompt;
@@ -32,6 +33,7 @@ use crate::args::{Cli, Command};
 use crate::error::CliError;
 
 fn main() -> ExitCode {
+    memory::one_arena();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

@@ -32,6 +32,10 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
         "openpty for the UI's terminal, sysconf for clock ticks, SIGTERM to it",
     ),
     (
+        "cli/src/memory.rs",
+        "mallopt, to keep the process's heap in one arena",
+    ),
+    (
         "cli/src/mcp/runs.rs",
         "SIGTERM to a tree's `arbor exec` child, so its turns end resumable",
     ),
