@@ -3,17 +3,18 @@
 //! glibc gives a thread that finds the arenas busy an arena of its own, up to eight per core,
 //! and each arena keeps the high-water mark of its own free memory. arbor's threads hand memory
 //! to one another (a turn's lines go to the log writer, then to the projector; rows go to the
-//! store's writer), so with an arena per thread the process holds the sum of their peaks.
-//! One arena holds one peak: a rally of 10 000 follow-ups peaks at about 66 MiB instead of
-//! about 98, the fan-out of 1 000 workers about 4 MiB lower (docs/decisions.md, "One heap
-//! arena"). Small allocations still come from each thread's own cache without the arena's lock.
+//! store's writer), so with an arena per thread the process holds the sum of their peaks; one
+//! arena holds one. The price is the arena's lock, which threads now sometimes wait for (small
+//! allocations still come from each thread's own cache without it). The figures on both sides
+//! are in docs/decisions.md, "One heap arena". Only the `arbor` binary sets this: a library
+//! leaves its embedder's allocator alone.
 
 /// Limits glibc to one arena. Runs first in `main`, before any thread exists; the arena limit is
 /// read when a second thread first needs an arena. `MALLOC_ARENA_MAX` or an `arena_max` in
 /// `GLIBC_TUNABLES` set by the user wins.
 pub fn one_arena() {
     let set_by_user = user_sets_arenas(
-        std::env::var_os("MALLOC_ARENA_MAX").is_some(),
+        std::env::var_os("MALLOC_ARENA_MAX").is_some_and(|v| !v.is_empty()),
         std::env::var("GLIBC_TUNABLES").ok().as_deref(),
     );
     if !set_by_user {
@@ -21,7 +22,8 @@ pub fn one_arena() {
     }
 }
 
-/// Whether the environment already says how many arenas glibc makes.
+/// Whether the environment already says how many arenas glibc makes (`malloc_arena_max`:
+/// `MALLOC_ARENA_MAX` is set and not empty).
 fn user_sets_arenas(malloc_arena_max: bool, tunables: Option<&str>) -> bool {
     malloc_arena_max
         || tunables.is_some_and(|t| {
