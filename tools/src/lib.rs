@@ -1,8 +1,10 @@
 //! Work tools (behaviour §7, §8): `exec_command`, `apply_patch`, the command policy
 //! ([`Policy`]) and the Landlock sandbox ([`SandboxLauncher`], a [`Launcher`]).
 
+pub mod beneath;
 mod error;
 mod exec;
+pub mod gitrepo;
 mod patch;
 mod policy;
 mod sandbox;

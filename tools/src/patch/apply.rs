@@ -5,11 +5,11 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::beneath::{Kind, Root};
 use super::parse::{FileOp, Hunk, HunkLine, Patch};
 use super::seek::seek;
 use super::{ChangeKind, FileChange};
 use crate::ToolError;
+use crate::beneath::{Kind, Root};
 
 /// Where a patch reads and writes: plain paths under the cwd, or beneath a handle on the
 /// workspace, following no symbolic link (`beneath.rs`).

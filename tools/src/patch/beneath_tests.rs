@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arbor_protocol::SandboxMode;
 
 use super::apply_patch_confined;
-use super::beneath::FORCE_WALK;
+use crate::beneath::FORCE_WALK;
 
 const WS: SandboxMode = SandboxMode::WorkspaceWrite;
 

@@ -1,7 +1,6 @@
 //! `apply_patch` (behaviour §8): arguments, the tool spec, the summary and the entry point.
 
 mod apply;
-mod beneath;
 #[cfg(test)]
 mod beneath_tests;
 mod guard;

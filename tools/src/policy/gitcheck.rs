@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::Evaluation;
 use super::shell::basename;
+use crate::gitrepo::{GitRepository, config_entries, find_repository};
 
 /// The environment read-only git runs with under `untrusted`.
 pub const GIT_HARDENING_ENV: &[(&str, &str)] = &[
@@ -180,60 +181,15 @@ fn command_risk(words: &[String], workdir: &Path) -> Option<String> {
             _ => break,
         }
     }
-    let repo = discover(&dir)?;
+    let repo = find_repository(&dir)?;
     config_files(&repo)
         .into_iter()
         .find_map(|file| file_risk(&file))
 }
 
-/// A repository found from a working directory: its git dir and its common dir.
-struct Repo {
-    git_dir: PathBuf,
-    common_dir: PathBuf,
-}
-
-/// The repository `dir` is in, as git finds it: up from `dir`, the first `.git` (a directory,
-/// or a file naming one) or bare repository.
-fn discover(dir: &Path) -> Option<Repo> {
-    let start = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    for at in start.ancestors() {
-        let dot_git = at.join(".git");
-        let git_dir = if dot_git.is_dir() {
-            Some(dot_git)
-        } else if dot_git.is_file() {
-            std::fs::read_to_string(&dot_git).ok().and_then(|text| {
-                let target = text.trim().strip_prefix("gitdir:")?.trim().to_string();
-                Some(at.join(target))
-            })
-        } else if at.join("HEAD").is_file() && at.join("objects").is_dir() {
-            Some(at.to_path_buf())
-        } else {
-            None
-        };
-        if let Some(git_dir) = git_dir {
-            let common_dir = std::fs::read_to_string(git_dir.join("commondir"))
-                .map(|text| git_dir.join(text.trim()))
-                .unwrap_or_else(|_| git_dir.clone());
-            return Some(Repo {
-                git_dir,
-                common_dir,
-            });
-        }
-    }
-    None
-}
-
 /// The config files git reads for `repo` (those that exist), submodules' included.
-fn config_files(repo: &Repo) -> Vec<PathBuf> {
-    let mut files = vec![repo.common_dir.join("config")];
-    for extra in [
-        repo.git_dir.join("config"),
-        repo.git_dir.join("config.worktree"),
-    ] {
-        if !files.contains(&extra) {
-            files.push(extra);
-        }
-    }
+fn config_files(repo: &GitRepository) -> Vec<PathBuf> {
+    let mut files = repo.config_files();
     modules(&repo.common_dir.join("modules"), 0, &mut files);
     files.retain(|file| file.exists());
     files
@@ -260,63 +216,20 @@ fn modules(dir: &Path, depth: usize, files: &mut Vec<PathBuf>) {
 
 /// The first key of the config file at `path` that is not known to be harmless.
 fn file_risk(path: &Path) -> Option<String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) => return Some(format!("cannot read {}: {err}", path.display())),
+    let entries = match config_entries(path) {
+        Ok(entries) => entries,
+        Err(err) => return Some(err),
     };
-    let mut section = String::new();
-    let mut subsection: Option<String> = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        let mut body = line;
-        if let Some(header) = body.strip_prefix('[') {
-            let Some((inside, after)) = header.split_once(']') else {
-                return Some(format!("{}: cannot read `{line}`", path.display()));
-            };
-            (section, subsection) = parse_header(inside);
-            body = after.trim();
-            if body.is_empty() || body.starts_with('#') || body.starts_with(';') {
-                continue;
-            }
-        }
-        let (key, value) = match body.split_once('=') {
-            Some((key, value)) => (key.trim(), value.trim()),
-            None => (body, "true"),
-        };
-        if !is_safe(
-            &section,
-            subsection.as_deref(),
-            &key.to_ascii_lowercase(),
-            value,
-        ) {
-            let name = match &subsection {
-                Some(sub) => format!("{section}.{sub}.{key}"),
-                None => format!("{section}.{key}"),
-            };
-            return Some(format!(
-                "{name} in {} can make git run a program",
+    entries
+        .iter()
+        .find(|e| !is_safe(&e.section, e.subsection.as_deref(), &e.key, &e.value))
+        .map(|e| {
+            format!(
+                "{} in {} can make git run a program",
+                e.name(),
                 path.display()
-            ));
-        }
-    }
-    None
-}
-
-/// `core`, `remote "origin"`, `branch.main` (the old spelling).
-fn parse_header(inside: &str) -> (String, Option<String>) {
-    match inside.split_once(|c: char| c.is_whitespace()) {
-        Some((name, sub)) => (
-            name.to_ascii_lowercase(),
-            Some(sub.trim().trim_matches('"').to_string()),
-        ),
-        None => match inside.split_once('.') {
-            Some((name, sub)) => (name.to_ascii_lowercase(), Some(sub.to_string())),
-            None => (inside.to_ascii_lowercase(), None),
-        },
-    }
+            )
+        })
 }
 
 fn is_safe(section: &str, subsection: Option<&str>, key: &str, value: &str) -> bool {

@@ -1,6 +1,7 @@
-//! The files of a patch opened relative to a handle on the workspace directory, never through
-//! a symbolic link, so that no link swapped in at any moment can lead a read or a write
-//! elsewhere.
+//! Files opened relative to a handle on a directory (the workspace, a merge's target
+//! checkout), never through a symbolic link, so that no link swapped in at any moment can lead
+//! a read or a write elsewhere. `apply_patch` in the sandbox and every write of a worktree
+//! merge go through it.
 //!
 //! Paths are resolved by `openat2(2)` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 //! RESOLVE_NO_MAGICLINKS` from the directory handle, one system call for the whole path; where
@@ -17,6 +18,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+mod dir;
+
+pub use dir::Dir;
 
 /// `struct open_how` of `linux/openat2.h` (libc's is non-exhaustive).
 #[repr(C)]
@@ -37,21 +42,31 @@ static TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// What a path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     File,
     Other,
 }
 
-/// A handle on the workspace directory; every path is opened beneath it.
+/// What a path names when its last component may be a link ([`Root::entry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+/// A handle on a directory; every path is opened beneath it.
 #[derive(Debug)]
-pub(crate) struct Root {
+pub struct Root {
     fd: OwnedFd,
 }
+
 
 impl Root {
     /// Opens `dir` (which may itself be reached through symbolic links: it is the workspace
     /// the user chose).
-    pub(crate) fn open(dir: &Path) -> io::Result<Self> {
+    pub fn open(dir: &Path) -> io::Result<Self> {
         let path = c_name(dir.as_os_str())?;
         // SAFETY: a valid C string; the fd is owned below.
         let fd = unsafe {
@@ -64,7 +79,7 @@ impl Root {
     }
 
     /// What `rel` is, `None` when it does not exist.
-    pub(crate) fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
+    pub fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
         match self.open_path(rel, libc::O_PATH, 0) {
             Ok(fd) => Ok(Some(kind_of(&fd)?)),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -72,21 +87,78 @@ impl Root {
         }
     }
 
+    /// What `rel` is, its last component possibly a link (which is not followed); `None`
+    /// when it does not exist. A link before the last component is an error.
+    pub fn entry(&self, rel: &Path) -> io::Result<Option<Entry>> {
+        let (dir, name) = split(rel)?;
+        let parent = match self.dir(dir) {
+            Ok(parent) => parent,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        Ok(
+            stat_at(&parent, &c_name(name)?)?.map(|st| match st.st_mode & libc::S_IFMT {
+                libc::S_IFREG => Entry::File,
+                libc::S_IFDIR => Entry::Dir,
+                libc::S_IFLNK => Entry::Link,
+                _ => Entry::Other,
+            }),
+        )
+    }
+
     /// The text of the regular file `rel`.
-    pub(crate) fn read(&self, rel: &Path) -> io::Result<String> {
-        // Non-blocking, so that a FIFO put there does not hang the patch.
+    pub fn read(&self, rel: &Path) -> io::Result<String> {
+        String::from_utf8(self.read_bytes(rel)?)
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidData, err))
+    }
+
+    /// The bytes of the regular file `rel`.
+    pub fn read_bytes(&self, rel: &Path) -> io::Result<Vec<u8>> {
+        // Non-blocking, so that a FIFO put there does not hang the caller.
         let fd = self.open_path(rel, libc::O_RDONLY | libc::O_NONBLOCK, 0)?;
         if kind_of(&fd)? != Kind::File {
             return Err(io::Error::other("not a regular file"));
         }
-        let mut text = String::new();
-        File::from(fd).read_to_string(&mut text)?;
-        Ok(text)
+        let mut bytes = Vec::new();
+        File::from(fd).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// The target of the symbolic link `rel` (its directories followed by no link).
+    pub fn read_link(&self, rel: &Path) -> io::Result<Vec<u8>> {
+        let (dir, name) = split(rel)?;
+        let parent = self.dir(dir)?;
+        let name = c_name(name)?;
+        let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+        // SAFETY: a valid C string relative to an fd we own, and a buffer of the length given.
+        let n = unsafe {
+            libc::readlinkat(
+                parent.as_raw_fd(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
+        buf.truncate(n);
+        Ok(buf)
+    }
+
+    /// The directory `rel` (the root itself when empty), as a handle.
+    pub fn open_dir(&self, rel: &Path) -> io::Result<Dir> {
+        Ok(Dir::new(self.dir(rel)?, rel.to_path_buf()))
+    }
+
+    /// The directory `rel`, created with its missing parents one component at a time; the
+    /// directories made are pushed to `made`, parents first.
+    pub fn make_dir_all(&self, rel: &Path, made: &mut Vec<std::path::PathBuf>) -> io::Result<Dir> {
+        let fd = self.make_dirs_noting(rel, Some(made))?;
+        Ok(Dir::new(fd, rel.to_path_buf()))
     }
 
     /// Writes `contents` to `rel`, creating missing directories: into a new file in the same
     /// directory, renamed over `rel`.
-    pub(crate) fn write(&self, rel: &Path, contents: &str) -> io::Result<()> {
+    pub fn write(&self, rel: &Path, contents: &str) -> io::Result<()> {
         let (dir, name) = split(rel)?;
         let parent = self.make_dirs(dir)?;
         let name = c_name(name)?;
@@ -137,7 +209,7 @@ impl Root {
     }
 
     /// Removes the file `rel`; one already gone is fine.
-    pub(crate) fn remove(&self, rel: &Path) -> io::Result<()> {
+    pub fn remove(&self, rel: &Path) -> io::Result<()> {
         let (dir, name) = split(rel)?;
         let parent = match self.dir(dir) {
             Ok(parent) => parent,
@@ -153,19 +225,29 @@ impl Root {
     }
 
     /// The directory `rel` (the root itself when empty).
-    fn dir(&self, rel: &Path) -> io::Result<OwnedFd> {
+    pub(super) fn dir(&self, rel: &Path) -> io::Result<OwnedFd> {
         self.open_path(rel, libc::O_PATH | libc::O_DIRECTORY, 0)
     }
 
     /// The directory `rel`, created with its missing parents, one component at a time.
     fn make_dirs(&self, rel: &Path) -> io::Result<OwnedFd> {
+        self.make_dirs_noting(rel, None)
+    }
+
+    fn make_dirs_noting(
+        &self,
+        rel: &Path,
+        mut made: Option<&mut Vec<std::path::PathBuf>>,
+    ) -> io::Result<OwnedFd> {
         match self.dir(rel) {
             Err(err) if err.kind() == io::ErrorKind::NotFound => {}
             other => return other,
         }
         let mut current = reopen(&self.fd)?;
+        let mut at = std::path::PathBuf::new();
         for part in components(rel)? {
             let name = c_name(part)?;
+            at.push(part);
             let flags = libc::O_PATH | libc::O_DIRECTORY;
             current = match open_one(&current, &name, flags, 0) {
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {
@@ -173,8 +255,14 @@ impl Root {
                     match check(unsafe { libc::mkdirat(current.as_raw_fd(), name.as_ptr(), 0o777) })
                     {
                         Err(err) if err.kind() != io::ErrorKind::AlreadyExists => return Err(err),
-                        _ => open_one(&current, &name, flags, 0)?,
+                        Err(_) => {}
+                        Ok(()) => {
+                            if let Some(made) = made.as_mut() {
+                                made.push(at.clone());
+                            }
+                        }
                     }
+                    open_one(&current, &name, flags, 0)?
                 }
                 other => other?,
             };
@@ -210,10 +298,11 @@ impl Root {
     }
 }
 
+
 #[cfg(test)]
 thread_local! {
     /// Tests walk paths with `openat` on their own thread, as where `openat2` is missing.
-    pub(crate) static FORCE_WALK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub static FORCE_WALK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[cfg(test)]
@@ -269,7 +358,7 @@ fn open_one(dir: &OwnedFd, name: &CString, flags: libc::c_int, mode: u32) -> io:
 }
 
 /// The error of a path that goes through a symbolic link (`ELOOP`, named for the caller).
-pub(crate) fn through_link() -> io::Error {
+pub fn through_link() -> io::Error {
     io::Error::from_raw_os_error(libc::ELOOP)
 }
 
@@ -297,12 +386,16 @@ fn stat_at(dir: &OwnedFd, name: &CString) -> io::Result<Option<libc::stat>> {
     }
 }
 
-fn kind_of(fd: &OwnedFd) -> io::Result<Kind> {
+pub(super) fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
     // SAFETY: an all-zero stat is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: an fd we own and a valid out pointer.
     check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
-    match st.st_mode & libc::S_IFMT {
+    Ok(st)
+}
+
+fn kind_of(fd: &OwnedFd) -> io::Result<Kind> {
+    match fstat(fd)?.st_mode & libc::S_IFMT {
         libc::S_IFREG => Ok(Kind::File),
         // `O_PATH | O_NOFOLLOW` hands out the link itself.
         libc::S_IFLNK => Err(through_link()),
@@ -353,11 +446,11 @@ fn components(rel: &Path) -> io::Result<Vec<&OsStr>> {
         .collect()
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
+pub(super) fn c_name(name: &OsStr) -> io::Result<CString> {
     CString::new(name.as_bytes()).map_err(io::Error::from)
 }
 
-fn owned(fd: RawFd) -> io::Result<OwnedFd> {
+pub(super) fn owned(fd: RawFd) -> io::Result<OwnedFd> {
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -365,7 +458,7 @@ fn owned(fd: RawFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
+pub(super) fn check(rc: libc::c_int) -> io::Result<()> {
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
