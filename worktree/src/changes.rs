@@ -143,6 +143,7 @@ pub fn diff(
         "--no-renames",
         "--no-color",
         "--no-ext-diff",
+        "--no-textconv",
         from,
         &tree,
     ];

@@ -1,5 +1,6 @@
 //! Running the user's `git`: found on `PATH`, its version checked once per process, every
-//! command with hooks off, in the C locale, and without the environment variables that would
+//! command with the settings that could run a program turned off and its repository's config
+//! checked first (`vet.rs`), in the C locale, and without the environment variables that would
 //! point git at another repository, index or object store.
 
 use std::ffi::OsStr;
@@ -9,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use crate::WorktreeError;
+use crate::vet::{NEUTRALISED, vet};
 
 /// The oldest git arbor's worktrees work with (`git worktree remove`, `restore`-era plumbing).
 pub const MIN_VERSION: Version = Version(2, 25, 0);
@@ -113,13 +115,15 @@ impl Git {
         self.version
     }
 
-    /// A git command in `dir`: hooks off, C locale, no inherited repository variables, no
-    /// terminal prompts, stdin closed.
-    pub(crate) fn command(&self, dir: &Path) -> Command {
+    /// A git command in `dir`: every setting that could run a program off, C locale, no
+    /// inherited repository variables, no terminal prompts, stdin closed.
+    fn command(&self, dir: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.current_dir(dir)
-            .args(["-c", "core.hooksPath=/dev/null"])
-            .env("LC_ALL", "C")
+        cmd.current_dir(dir);
+        for setting in NEUTRALISED {
+            cmd.args(["-c", setting]);
+        }
+        cmd.env("LC_ALL", "C")
             .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(Stdio::null());
         for name in CLEARED {
@@ -161,6 +165,7 @@ impl Git {
         env: &[(&str, &OsStr)],
         input: Option<&[u8]>,
     ) -> Result<Output, WorktreeError> {
+        vet(dir)?;
         let mut cmd = self.command(dir);
         cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (name, value) in env {
@@ -203,6 +208,7 @@ impl Git {
         max: usize,
         env: &[(&str, &OsStr)],
     ) -> Result<(Vec<u8>, Vec<u8>, u64), WorktreeError> {
+        vet(dir)?;
         let mut cmd = self.command(dir);
         cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
         for (name, value) in env {

@@ -28,6 +28,7 @@ mod repo;
 mod snapshot;
 #[cfg(test)]
 mod testing;
+mod vet;
 
 use std::path::PathBuf;
 

@@ -1,5 +1,8 @@
 //! Removing a worktree: its directory (modified and untracked files too: the caller decides
-//! whether anything there still matters) and, when asked, its branch.
+//! whether anything there still matters) and, when asked, its branch. The directory is removed
+//! by arbor itself, through handles that follow no symbolic link (`std::fs::remove_dir_all`
+//! opens each directory with `O_NOFOLLOW` and unlinks relative to it), so a link an agent left
+//! in its worktree is removed, never what it points to; git then prunes its record.
 
 use std::path::Path;
 
@@ -14,17 +17,14 @@ pub fn remove(
     dir: &Path,
     branch: Option<&str>,
 ) -> Result<(), WorktreeError> {
-    if dir.symlink_metadata().is_ok() {
-        let text = dir.to_string_lossy();
-        let removed = git.run(
-            common_dir,
-            &["worktree", "remove", "--force", "--force", &text],
-        );
-        if removed.is_err() {
-            // Not a worktree git knows (its entry lost): the directory is still arbor's.
-            std::fs::remove_dir_all(dir).map_err(|err| {
-                WorktreeError::io(format!("cannot remove {}", dir.display()), &err)
-            })?;
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => {
+            return Err(WorktreeError::io(
+                format!("cannot remove {}", dir.display()),
+                &err,
+            ));
         }
     }
     git.run(common_dir, &["worktree", "prune"])?;
@@ -68,8 +68,13 @@ mod tests {
         let made = create(&git(), &new).expect("create");
         populate(&git(), &made.dest).expect("populate");
         write(&made.dest, &[("a.txt", "changed\n"), ("u.txt", "u\n")]);
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).expect("outside");
+        std::fs::write(outside.join("keep"), "k").expect("keep");
+        std::os::unix::fs::symlink(&outside, made.dest.join("link")).expect("link");
         remove(&git(), &repo.common_dir, &made.dest, Some("arbor/s/x")).expect("remove");
         assert!(!dest.exists());
+        assert!(outside.join("keep").exists(), "a link was followed");
         assert_eq!(sh_git(&top, &["branch", "--list", "arbor/*"]), "");
         assert_eq!(
             sh_git(&top, &["worktree", "list", "--porcelain"])

@@ -14,7 +14,9 @@ pub(crate) struct TempIndex {
 }
 
 impl TempIndex {
-    /// A copy of `repo`'s index, or an empty one when it has none.
+    /// A copy of `repo`'s index, or an empty one when it has none, in its git directory (which
+    /// the agents' commands cannot write, unlike the temp dirs: a link planted there under a
+    /// name arbor will use cannot receive the copy).
     pub(crate) fn copy_of(repo: &Repo) -> Result<TempIndex, WorktreeError> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let name = format!(
@@ -23,7 +25,7 @@ impl TempIndex {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let temp = TempIndex {
-            path: std::env::temp_dir().join(name),
+            path: repo.git_dir.join(name),
         };
         let index = repo.git_dir.join("index");
         match std::fs::copy(&index, &temp.path) {

@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arbor_protocol::text::truncate_middle;
 
+use arbor_tools::beneath::Root;
+
 use super::{Action, Change, Entry, MergeSpec, SYMLINK, Strategy};
-use crate::{Git, WorktreeError};
+use crate::{Git, Repo, WorktreeError};
 
 /// Most hunks reported for one file, and most bytes of one hunk.
 const MAX_HUNKS: usize = 20;
@@ -21,7 +23,8 @@ const GITLINK: u32 = 0o160000;
 /// What the merge does with one changed path, or why it cannot (the conflict's hunks).
 pub(crate) fn decide(
     git: &Git,
-    top: &Path,
+    root: &Root,
+    target: &Repo,
     spec: &MergeSpec<'_>,
     change: &Change,
     ours: Option<&Entry>,
@@ -48,7 +51,7 @@ pub(crate) fn decide(
         && t.is_file()
         && base.is_none_or(Entry::is_file)
     {
-        return merge_text(git, top, spec, &change.path, base, o, t);
+        return merge_text(git, root, target, spec, &change.path, base, o, t);
     }
     if let Some(decided) = whole_file(spec.strategy, change) {
         return Ok(Ok(decided));
@@ -97,16 +100,19 @@ fn refused_path(path: &str) -> Option<String> {
 }
 
 /// A three-way merge of the text of one file.
+#[allow(clippy::too_many_arguments)]
 fn merge_text(
     git: &Git,
-    top: &Path,
+    root: &Root,
+    target: &Repo,
     spec: &MergeSpec<'_>,
     path: &str,
     base: Option<&Entry>,
     ours: &Entry,
     theirs: &Entry,
 ) -> Result<Result<Action, Vec<String>>, WorktreeError> {
-    let ours_text = std::fs::read(top.join(path)).map_err(|err| {
+    let top = target.toplevel.as_path();
+    let ours_text = root.read_bytes(Path::new(path)).map_err(|err| {
         WorktreeError::io(format!("cannot read {}", top.join(path).display()), &err)
     })?;
     let base_text = match base {
@@ -126,7 +132,7 @@ fn merge_text(
             spec.ours_label, spec.theirs_label
         )]));
     }
-    let dir = TempDir::new()?;
+    let dir = TempDir::new(&target.git_dir)?;
     let files = [
         ("ours", &ours_text),
         ("base", &base_text),
@@ -280,15 +286,16 @@ fn batch_record(out: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((body, after))
 }
 
-/// A temporary directory, removed when dropped.
+/// A temporary directory in the target's git directory (which the agents' commands cannot
+/// write, unlike the temp dirs), removed when dropped.
 struct TempDir {
     path: std::path::PathBuf,
 }
 
 impl TempDir {
-    fn new() -> Result<TempDir, WorktreeError> {
+    fn new(git_dir: &Path) -> Result<TempDir, WorktreeError> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
+        let path = git_dir.join(format!(
             "arbor-merge-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)

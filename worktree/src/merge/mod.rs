@@ -2,13 +2,16 @@
 //! by file: a file only the worktree changed is taken, a file both sides changed is merged with
 //! `git merge-file`, anything else that both sides changed is a conflict. All or nothing: with
 //! any conflict nothing is written, and the target's files are checked again just before the
-//! writes, which go through temporary files renamed into place.
+//! writes, which go through temporary files renamed into place, every one through handles on
+//! the target's directories that follow no symbolic link (`apply.rs`).
 
 mod apply;
 mod content;
 
 use std::collections::HashMap;
 use std::path::Path;
+
+use arbor_tools::beneath::Root;
 
 use crate::snapshot::snapshot;
 use crate::{Git, Repo, WorktreeError};
@@ -137,6 +140,8 @@ pub fn merge(git: &Git, spec: &MergeSpec<'_>) -> Result<MergeReport, WorktreeErr
         )));
     }
     let top = target.toplevel.clone();
+    let root = Root::open(&top)
+        .map_err(|err| WorktreeError::io(format!("cannot open {}", top.display()), &err))?;
     let theirs = changes(git, &top, spec.from, spec.commit, spec.prefix)?;
     if theirs.is_empty() {
         return Ok(MergeReport::default());
@@ -153,7 +158,7 @@ pub fn merge(git: &Git, spec: &MergeSpec<'_>) -> Result<MergeReport, WorktreeErr
             Some(entry) => entry.clone(),
             None => change.base.clone(),
         };
-        match content::decide(git, &top, spec, &change, ours.as_ref())? {
+        match content::decide(git, &root, &target, spec, &change, ours.as_ref())? {
             Ok(Action::Keep) => {}
             Ok(action) => actions.push((change.path, ours, action)),
             Err(hunks) => conflicts.push(Conflict {
@@ -163,7 +168,7 @@ pub fn merge(git: &Git, spec: &MergeSpec<'_>) -> Result<MergeReport, WorktreeErr
         }
     }
     for (path, ours, action) in &actions {
-        if let Some(reason) = apply::in_the_way(&top, path, ours.as_ref(), action, spec) {
+        if let Some(reason) = apply::in_the_way(&root, path, ours.as_ref(), action, spec) {
             conflicts.push(Conflict {
                 path: path.clone(),
                 hunks: vec![reason],
@@ -177,9 +182,9 @@ pub fn merge(git: &Git, spec: &MergeSpec<'_>) -> Result<MergeReport, WorktreeErr
             conflicts,
         });
     }
-    apply::unchanged_since_snapshot(git, &top, &actions, spec)?;
+    apply::unchanged_since_snapshot(git, &root, &top, &actions, spec)?;
     let contents = content::blobs(git, &top, &actions)?;
-    let mut merged = apply::write(&top, actions, contents)?;
+    let mut merged = apply::write(&root, actions, contents, spec)?;
     merged.sort();
     Ok(MergeReport {
         merged,
