@@ -209,12 +209,33 @@ pub fn expand(text: &str, workspace: &Path) -> String {
     text.replace(WORKSPACE_TOKEN, &workspace.display().to_string())
 }
 
+/// Where a session's stdio servers run: the workspace (for `{workspace}` and a `cwd` relative
+/// to it) and the folder they start in when their config names no `cwd`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerDirs {
+    pub workspace: PathBuf,
+    /// `$ARBOR_HOME/mcp/run`: no agent can write there (the home is read-only in every
+    /// sandbox), so nothing planted in the workspace (a `json.py` that `python3 -m server`
+    /// would import, an `.npmrc` that `npx` would read) is on a server's way.
+    pub run: PathBuf,
+}
+
+impl ServerDirs {
+    /// The dirs of a session in `workspace` whose arbor home is `home`.
+    pub fn new(workspace: PathBuf, home: &Path) -> Self {
+        Self {
+            workspace,
+            run: home.join("mcp").join("run"),
+        }
+    }
+}
+
 /// The directory a stdio server runs in: its `cwd` (relative to the workspace), else the
-/// workspace.
-pub fn server_cwd(cwd: Option<&str>, workspace: &Path) -> PathBuf {
+/// home's MCP folder.
+pub fn server_cwd(cwd: Option<&str>, dirs: &ServerDirs) -> PathBuf {
     match cwd {
-        Some(dir) => workspace.join(expand(dir, workspace)),
-        None => workspace.to_path_buf(),
+        Some(dir) => dirs.workspace.join(expand(dir, &dirs.workspace)),
+        None => dirs.run.clone(),
     }
 }
 
@@ -293,10 +314,11 @@ mod tests {
         assert!(!server.offers("w"));
         assert!(!server.offers("other"));
         assert_eq!(expand("{workspace}/sub", Path::new("/w")), "/w/sub");
-        assert_eq!(server_cwd(None, Path::new("/w")), PathBuf::from("/w"));
+        let dirs = ServerDirs::new(PathBuf::from("/w"), Path::new("/home/u/.arbor"));
         assert_eq!(
-            server_cwd(Some("tools"), Path::new("/w")),
-            PathBuf::from("/w/tools")
+            server_cwd(None, &dirs),
+            PathBuf::from("/home/u/.arbor/mcp/run")
         );
+        assert_eq!(server_cwd(Some("tools"), &dirs), PathBuf::from("/w/tools"));
     }
 }

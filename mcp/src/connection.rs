@@ -2,7 +2,7 @@
 //! the start and the protocol's handshake within the startup timeout, what is known of why the
 //! process exited, and the shutdown that kills its process tree.
 
-use std::path::Path;
+use crate::config::ServerDirs;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -82,7 +82,7 @@ impl Connection {
 /// Starts the server and completes the protocol's handshake, within the startup timeout.
 pub(crate) async fn connect(
     config: &ServerConfig,
-    workspace: &Path,
+    dirs: &ServerDirs,
 ) -> Result<Arc<Connection>, String> {
     let diagnostics = Arc::new(Diagnostics::default());
     let timeout = config.startup_timeout;
@@ -101,7 +101,7 @@ pub(crate) async fn connect(
             cwd,
         } => {
             let process =
-                process::spawn(command, args, env, cwd.as_deref(), workspace, &diagnostics).await?;
+                process::spawn(command, args, env, cwd.as_deref(), dirs, &diagnostics).await?;
             let process::Process {
                 stdout,
                 stdin,

@@ -2,7 +2,7 @@
 //! server's tools (its first request lists them) or calls one; every agent shares the one
 //! connection per server; [`McpHub::stop`] ends them all with their process trees.
 
-use std::path::PathBuf;
+use crate::config::ServerDirs;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -20,13 +20,14 @@ pub struct McpHub {
 }
 
 impl McpHub {
-    /// The servers of `configs`, none started; stdio servers run in `workspace` by default.
+    /// The servers of `configs`, none started; stdio servers run in `dirs.run` unless their
+    /// config names a `cwd`.
     /// With `cache`, the tool lists servers give are cached there; the lists `offered` holds
     /// (a snapshot of the cache) are offered without starting their servers, which start
     /// when one of their tools is called.
     pub fn new(
         configs: Vec<ServerConfig>,
-        workspace: PathBuf,
+        dirs: ServerDirs,
         cache: Option<ToolCache>,
         offered: Option<&CachedTools>,
     ) -> Self {
@@ -36,12 +37,7 @@ impl McpHub {
                 .map(|config| {
                     let print = crate::cache::fingerprint(&config);
                     let listed = offered.and_then(|cached| cached.get(&config.name, &print));
-                    Arc::new(Server::new(
-                        config,
-                        workspace.clone(),
-                        cache.clone(),
-                        listed,
-                    ))
+                    Arc::new(Server::new(config, dirs.clone(), cache.clone(), listed))
                 })
                 .collect(),
         }

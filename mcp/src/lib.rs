@@ -34,7 +34,7 @@ mod render;
 mod server;
 
 pub use cache::{CachedTools, ToolCache};
-pub use config::{RawServer, ServerConfig, Transport, servers_from_raw};
+pub use config::{RawServer, ServerConfig, ServerDirs, Transport, servers_from_raw};
 pub use hub::McpHub;
 pub use listing::Listing;
 pub use naming::{ListedTool, McpTool, is_mcp};

@@ -3,7 +3,6 @@
 //! bytes of its stderr and stdout kept to explain a failure.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
 
-use crate::config::{expand, server_cwd};
+use crate::config::{ServerDirs, expand, server_cwd};
 
 /// Bytes of stderr and of stdout kept for error messages.
 const TAIL_BYTES: usize = 1024;
@@ -112,17 +111,22 @@ impl Handle {
     }
 }
 
-/// Starts `command args` in `cwd` (relative to the workspace; `{workspace}` expanded) with the
-/// core environment and `env`.
+/// Starts `command args` in `cwd` (relative to the workspace; `{workspace}` expanded), else in
+/// the home's MCP folder, with the core environment and `env`.
 pub(crate) async fn spawn(
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
     cwd: Option<&str>,
-    workspace: &Path,
+    dirs: &ServerDirs,
     diagnostics: &Arc<Diagnostics>,
 ) -> Result<Process, String> {
-    let dir = server_cwd(cwd, workspace);
+    let workspace = dirs.workspace.as_path();
+    let dir = server_cwd(cwd, dirs);
+    if cwd.is_none() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|err| format!("could not make {}: {err}", dir.display()))?;
+    }
     let environment = arbor_tools::ShellEnvironment {
         inherit: arbor_tools::Inherit::Core,
         set: env.clone(),

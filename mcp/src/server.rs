@@ -3,7 +3,6 @@
 //! at most [`MAX_STARTS`] times — after a crash or a failed start it is started once more, then
 //! its tools answer with the reason it is unavailable. Stopping kills its process tree.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::CallToolRequestParams;
@@ -11,7 +10,7 @@ use rmcp::service::ServiceError;
 use serde_json::Value;
 
 use crate::cache::ToolCache;
-use crate::config::ServerConfig;
+use crate::config::{ServerConfig, ServerDirs};
 use crate::connection::Connection;
 use crate::listing::{Listing, listed_tool, offer_all};
 use crate::naming::{ListedTool, McpTool};
@@ -71,7 +70,7 @@ struct Slot {
 /// One server of one session.
 pub(crate) struct Server {
     pub(crate) config: ServerConfig,
-    workspace: PathBuf,
+    dirs: ServerDirs,
     /// Where the tool lists it gives are cached.
     cache: Option<ToolCache>,
     /// What it listed last, from the cache: offered without starting it.
@@ -96,14 +95,14 @@ impl std::fmt::Debug for Server {
 impl Server {
     pub(crate) fn new(
         config: ServerConfig,
-        workspace: PathBuf,
+        dirs: ServerDirs,
         cache: Option<ToolCache>,
         cached: Option<Vec<ListedTool>>,
     ) -> Self {
         Self {
             fingerprint: crate::cache::fingerprint(&config),
             config,
-            workspace,
+            dirs,
             cache,
             cached,
             live: tokio::sync::OnceCell::new(),
@@ -287,7 +286,7 @@ impl Server {
                 State::Idle => {
                     slot.starts += 1;
                     let attempt = slot.starts;
-                    match crate::connection::connect(&self.config, &self.workspace).await {
+                    match crate::connection::connect(&self.config, &self.dirs).await {
                         Ok(conn) => {
                             if attempt > 1 {
                                 self.notice(format!(

@@ -26,7 +26,7 @@ impl McpServers {
         Self {
             hub: Arc::new(McpHub::new(
                 config.mcp_servers.clone(),
-                config.cwd.clone(),
+                arbor_mcp::ServerDirs::new(config.cwd.clone(), &config.home),
                 Some(arbor_mcp::ToolCache::in_home(&config.home)),
                 cached,
             )),

@@ -27,7 +27,12 @@ pub async fn list(home: &Path, args: &McpListArgs) -> Result<u8, CliError> {
         .map_err(|message| CliError::usage(format!("config: {message}")))?;
     // Every server is started (that is what the listing is for), and its tools cached.
     let cache = arbor_mcp::ToolCache::in_home(home);
-    let hub = McpHub::new(servers, workspace, Some(cache), None);
+    let hub = McpHub::new(
+        servers,
+        arbor_mcp::ServerDirs::new(workspace, home),
+        Some(cache),
+        None,
+    );
     let listings = hub.listings(|_| true).await;
     hub.stop().await;
     let entries: Vec<Value> = hub
