@@ -218,6 +218,7 @@ impl RawThread {
                 sandbox: self.sandbox,
                 cwd: self.cwd,
                 format_version: ROLLOUT_FORMAT_VERSION,
+                repository: None,
             },
             status,
             rollout_path: self.rollout_path,

@@ -269,6 +269,7 @@ mod tests {
             sandbox: "read-only".into(),
             cwd: "/".into(),
             format_version: arbor_protocol::ROLLOUT_FORMAT_VERSION,
+            repository: None,
         }
     }
 

@@ -55,6 +55,7 @@ pub fn meta() -> SessionMeta {
         sandbox: "workspace-write".into(),
         cwd: "/bench".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
+        repository: None,
     }
 }
 

@@ -50,6 +50,7 @@ pub fn meta(
         sandbox: "workspace-write".into(),
         cwd: "/bench".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
+        repository: None,
     }
 }
 

@@ -26,6 +26,7 @@ use crate::project_docs::ProjectDocs;
 use crate::projection::Projection;
 use crate::registry::Registry;
 use crate::session::handle::SessionHandle;
+use crate::worktrees::repository::SessionRepository;
 
 /// What a session runs on: its id, its log, the projections of the log and the store, and
 /// the MCP tool lists cached in the home (read when servers are configured).
@@ -36,6 +37,8 @@ pub struct SessionFiles {
     pub projection: Arc<Projection>,
     pub store: Store,
     pub mcp_tools: Option<arbor_mcp::CachedTools>,
+    /// The repository the workspace was in when the session was made.
+    pub repository: SessionRepository,
 }
 
 /// The shared context of one session.
@@ -51,6 +54,8 @@ pub struct Ctx {
     pub roles: RoleSet,
     /// The command policy, the sandboxes and the approval broker.
     pub approvals: Approvals,
+    /// The one repository the session makes worktrees in.
+    pub repository: SessionRepository,
     /// The session's MCP servers and the tools agents are offered from them.
     pub mcp: McpServers,
     /// `AGENTS.md` instructions by directory, read once per session.
@@ -93,7 +98,8 @@ impl Ctx {
         session: SessionHandle,
     ) -> Self {
         let approvals = Approvals::new(policy, config.allow_network, config.approval_terminal)
-            .protecting_home(&config.home);
+            .protecting_home(&config.home)
+            .protecting_repository(files.repository.git_dirs(&config.cwd));
         Self {
             approvals,
             mcp: McpServers::new(&config, files.mcp_tools.as_ref()),
@@ -104,6 +110,7 @@ impl Ctx {
             log: files.log,
             projection: files.projection,
             store: files.store,
+            repository: files.repository,
             model,
             roles,
             registry: Registry::default(),

@@ -25,6 +25,7 @@ use crate::projection::Projection;
 use crate::session::core::{Input, Registration};
 use crate::session::handle::Restored;
 use crate::worktrees::hooks::restore;
+use crate::worktrees::repository::SessionRepository;
 use crate::worktrees::worktree::{AgentWorktree, instructions};
 
 /// What a resume found.
@@ -47,6 +48,7 @@ struct Loaded {
     log_path: PathBuf,
     reconciled: Reconciled,
     mcp_tools: Option<arbor_mcp::CachedTools>,
+    repository: SessionRepository,
 }
 
 fn load(
@@ -71,6 +73,12 @@ fn load(
     let log_path = log_path_of(&home, &root);
     let reconciled = reconcile(&home, &store, root.id(), &log_path)?;
     let mcp_tools = mcp.then(|| arbor_mcp::ToolCache::in_home(&home).snapshot());
+    // The root's header (the store keeps no copy) says which repository the session started
+    // in; after `reconcile` its rollout holds the header.
+    let header = arbor_rollout::RolloutReader::open(&home.join(&root.rollout_path))
+        .ok()
+        .and_then(|reader| reader.meta().repository.clone());
+    let repository = SessionRepository::recorded(header.as_ref(), &workspace);
     Ok(Loaded {
         store,
         roles,
@@ -80,6 +88,7 @@ fn load(
         log_path,
         reconciled,
         mcp_tools,
+        repository,
     })
 }
 
@@ -119,6 +128,7 @@ impl Orchestrator {
             projection,
             store: loaded.store,
             mcp_tools: loaded.mcp_tools,
+            repository: loaded.repository,
         };
         let orch = Orchestrator::assemble(
             config,

@@ -34,4 +34,6 @@ mod event;
 pub use event::{Event, EventLine};
 
 mod worktree;
-pub use worktree::{ChangeSummary, Isolation, WorktreeCreated, WorktreeFact, WorktreeMerged};
+pub use worktree::{
+    ChangeSummary, Isolation, WorkspaceRepository, WorktreeCreated, WorktreeFact, WorktreeMerged,
+};

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::facts::{
     ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget,
 };
-use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp, WorktreeFact};
+use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp, WorkspaceRepository, WorktreeFact};
 
 /// Written into every `session_meta` header; bumped when old readers could misread new files.
 pub const ROLLOUT_FORMAT_VERSION: u32 = 1;
@@ -170,6 +170,11 @@ pub struct SessionMeta {
     pub sandbox: String,
     pub cwd: String,
     pub format_version: u32,
+    /// The root's header only: the git repository the workspace was in when the session was
+    /// made. Worktrees are made only in it (`docs/sandbox.md`). Absent in children's headers
+    /// and in sessions made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<WorkspaceRepository>,
 }
 
 /// A turn began. Turns are numbered from 1 within a thread.

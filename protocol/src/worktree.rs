@@ -88,6 +88,13 @@ pub enum WorktreeFact {
     Removed,
 }
 
+/// The git repository a session's workspace was in when the session was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceRepository {
+    /// Its shared git directory (canonical); `None` when the workspace was in no repository.
+    pub common_dir: Option<String>,
+}
+
 /// Where an agent's worktree is and what it started from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorktreeCreated {

@@ -229,6 +229,7 @@ mod tests {
             sandbox: "read-only".into(),
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
+            repository: None,
         }
     }
 

@@ -282,6 +282,7 @@ mod tests {
             sandbox: "read-only".into(),
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
+            repository: None,
         };
         let mut lines = vec![(
             1,

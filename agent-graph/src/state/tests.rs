@@ -55,6 +55,7 @@ impl Script {
             sandbox: "read-only".into(),
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
+            repository: None,
         };
         self.line(n, RolloutItem::SessionMeta(Box::new(meta)))
     }

@@ -123,6 +123,7 @@ pub(super) fn draw(
             sandbox: String::new(),
             cwd: String::new(),
             format_version: 0,
+            repository: None,
         };
         let mut record = ThreadRecord::from_meta(&meta, String::new(), Timestamp::default());
         record.status = row.status.clone();

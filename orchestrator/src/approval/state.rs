@@ -26,6 +26,9 @@ pub struct Approvals {
     /// Paths no sandbox may write, wherever they lie: the arbor home (its store holds the
     /// approvals, so a sandboxed agent could otherwise approve its own request).
     protected: Vec<PathBuf>,
+    /// The git directories of the repository the session started in, read-only in every
+    /// sandbox too (`worktrees/repository.rs`).
+    repository: Vec<PathBuf>,
     /// Commands the user approved for the session: (canonical command, cwd, escalated).
     for_session: Mutex<HashSet<(String, String, bool)>>,
     /// Consecutive denials per agent turn (guardian reviews).
@@ -54,6 +57,7 @@ impl Approvals {
             launchers: Mutex::new(HashMap::new()),
             allow_network,
             protected: Vec::new(),
+            repository: Vec::new(),
             for_session: Mutex::new(HashSet::new()),
             breaker: Mutex::new(arbor_guardian::DenialBreaker::new()),
             prompts,
@@ -68,6 +72,13 @@ impl Approvals {
     /// Keeps `home` read-only in every sandbox of the session, wherever it lies.
     pub fn protecting_home(mut self, home: &Path) -> Self {
         self.protected = vec![home.to_path_buf()];
+        self
+    }
+
+    /// Keeps `dirs` (the git directories of the session's repository) read-only in every
+    /// sandbox of the session, wherever they lie.
+    pub fn protecting_repository(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.repository = dirs;
         self
     }
 
@@ -126,7 +137,11 @@ impl Approvals {
             .entry((mode, workspace.to_path_buf()))
             .or_insert_with(|| {
                 let launcher = SandboxLauncher::new(mode, workspace, self.allow_network)
-                    .protecting(self.protected.clone());
+                    .protecting(self.protected.clone())
+                    .also_read_only(
+                        self.repository.clone(),
+                        "the git repository the session started in",
+                    );
                 Arc::new(finish(launcher))
             });
         Arc::clone(made)

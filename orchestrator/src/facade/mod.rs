@@ -28,6 +28,7 @@ use crate::lease::Lease;
 use crate::projection::Projection;
 use crate::session::core::{AgentSnapshot, Answer, Input};
 use crate::session::{SessionHandle, SpawnSpec};
+use crate::worktrees::repository::SessionRepository;
 use arbor_tools::SandboxStatus;
 
 /// How long shutdown waits for agent tasks to persist their final state.
@@ -103,7 +104,7 @@ impl Orchestrator {
         let sandbox = config.sandbox;
         let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
         let mcp = !config.mcp_servers.is_empty();
-        let (store, roles, policy, lease, log_path, mcp_tools) =
+        let (store, roles, policy, lease, log_path, mcp_tools, repository) =
             tokio::task::spawn_blocking(move || {
                 // What the kernel offers is probed once per process (it forks a probe): here, off
                 // the async workers.
@@ -117,7 +118,8 @@ impl Orchestrator {
                 let lease = Lease::acquire(&home, session_id)?;
                 let log_path = create_log(&home, session_id, root_stamp)?;
                 let mcp_tools = mcp.then(|| arbor_mcp::ToolCache::in_home(&home).snapshot());
-                Ok::<_, OrchestratorError>((store, roles, policy, lease, log_path, mcp_tools))
+                let repo = SessionRepository::at_start(&cwd); // before any agent's command runs
+                Ok::<_, OrchestratorError>((store, roles, policy, lease, log_path, mcp_tools, repo))
             })
             .await
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
@@ -136,6 +138,7 @@ impl Orchestrator {
             projection,
             store,
             mcp_tools,
+            repository,
         };
         let mut orch = Self::assemble(config, files, model, roles, policy, lease, outlets.external);
         orch.root_stamp = root_stamp;

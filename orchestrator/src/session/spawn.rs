@@ -54,6 +54,7 @@ pub fn make(
         sandbox: spec.caps.sandbox.as_str().to_string(),
         cwd: spec.cwd.display().to_string(),
         format_version: ROLLOUT_FORMAT_VERSION,
+        repository: parent_id.is_none().then(|| ctx.repository.record()),
     };
     // The header's stamp names the rollout file, so the path is known before it exists.
     let stamp = spec.stamp.unwrap_or_else(Timestamp::now);

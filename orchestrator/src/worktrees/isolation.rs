@@ -59,18 +59,22 @@ fn can_change_files(caps: &Capabilities) -> bool {
 /// The error for a worktree asked for outside a git repository.
 pub fn not_a_repository(cwd: &Path) -> String {
     format!(
-        "isolation \"worktree\" needs a git repository, and {} is not inside one (run `git init` \
-         there, or spawn with isolation \"shared\")",
+        "isolation \"worktree\" needs a git repository, and {} is not inside one (start the \
+         session in a git repository, or spawn with isolation \"shared\")",
         cwd.display()
     )
 }
 
-/// The notice when the config's default cannot apply.
-pub fn fallback_notice(cwd: &Path, child: &arbor_protocol::AgentPath) -> String {
+/// The notice when the config's default cannot apply: `why` it cannot (`None`: `cwd` is in no
+/// repository).
+pub fn fallback_notice(cwd: &Path, child: &arbor_protocol::AgentPath, why: Option<&str>) -> String {
+    let why = match why {
+        Some(why) => why.to_string(),
+        None => format!("{} is not inside a git repository", cwd.display()),
+    };
     format!(
-        "worker_isolation = \"worktree\" does not apply to {child}: {} is not inside a git \
-         repository, so it works in the shared checkout",
-        cwd.display()
+        "worker_isolation = \"worktree\" does not apply to {child}: {why}, so it works in the \
+         shared checkout"
     )
 }
 

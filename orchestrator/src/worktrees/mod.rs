@@ -20,6 +20,7 @@ mod isolation;
 pub(crate) mod merge;
 pub mod orphans;
 pub mod outside;
+pub mod repository;
 pub(crate) mod spawn;
 pub(crate) mod summary;
 pub(crate) mod tools;

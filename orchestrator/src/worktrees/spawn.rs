@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use arbor_protocol::{AgentPath, Event, Isolation, ThreadId, WorktreeCreated};
 use arbor_roles::{Capabilities, Role};
+use arbor_tools::gitrepo::find_repository;
 use arbor_worktree::{Author, Git, NewWorktree, Repo};
 
 use super::hooks::durable_now;
 use super::isolation::{self, Asked};
+use super::repository::SessionRepository;
 use super::worktree::{AgentWorktree, WORKTREES_DIR, lock};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
@@ -42,11 +44,22 @@ pub async fn prepare(
         return Ok(Prepared::default());
     }
     let source = caller.identity.cwd().to_path_buf();
-    if !arbor_worktree::in_repository(&source) {
+    let refusal = match find_repository(&source) {
+        None => Some((isolation::not_a_repository(&source), None)),
+        Some(found) => ctx
+            .repository
+            .admits(&source, &found.common_dir)
+            .err()
+            .map(|why| (why.clone(), Some(why))),
+    };
+    if let Some((refusal, why)) = refusal {
         return match asked {
-            Asked::Explicitly => Err(isolation::not_a_repository(&source)),
+            Asked::Explicitly => Err(refusal),
             Asked::ByDefault => {
-                let notice = isolation::fallback_notice(&source, path);
+                let why = why
+                    .as_deref()
+                    .map(|why| why.strip_prefix("isolation \"worktree\": ").unwrap_or(why));
+                let notice = isolation::fallback_notice(&source, path, why);
                 ctx.events.emit(Event::Notice {
                     message: notice.clone(),
                 });
@@ -62,9 +75,12 @@ pub async fn prepare(
     durable_now(ctx).await?;
     let (home, session) = (ctx.config.home.clone(), ctx.session_id);
     let (parent, child) = (caller.path().clone(), path.clone());
-    let made = tokio::task::spawn_blocking(move || make(&home, session, &source, &parent, &child))
-        .await
-        .map_err(|err| format!("making the worktree failed: {err}"))??;
+    let repository = ctx.repository.clone();
+    let made = tokio::task::spawn_blocking(move || {
+        make(&home, session, &repository, &source, &parent, &child)
+    })
+    .await
+    .map_err(|err| format!("making the worktree failed: {err}"))??;
     Ok(Prepared {
         worktree: Some(Arc::new(made)),
         notice: None,
@@ -80,6 +96,7 @@ fn name_of(path: &AgentPath) -> String {
 fn make(
     home: &Path,
     session: ThreadId,
+    repository: &SessionRepository,
     source: &Path,
     parent: &AgentPath,
     child: &AgentPath,
@@ -88,6 +105,8 @@ fn make(
     let repo = Repo::discover(&git, source)
         .map_err(|err| err.to_string())?
         .ok_or_else(|| isolation::not_a_repository(source))?;
+    // As git sees it too.
+    repository.admits(source, &repo.common_dir)?;
     let _lock = lock(home, session)?;
     let session_text = session.to_string();
     let short = session_text.get(..8).unwrap_or(&session_text);

@@ -27,6 +27,7 @@ fn meta() -> SessionMeta {
         sandbox: "read-only".into(),
         cwd: "/w".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
+        repository: None,
     }
 }
 

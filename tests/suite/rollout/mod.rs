@@ -29,6 +29,7 @@ fn meta(thread_id: ThreadId) -> SessionMeta {
         sandbox: "workspace-write".into(),
         cwd: "/work/project".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
+        repository: None,
     }
 }
 

@@ -72,6 +72,7 @@ impl Seed {
             sandbox: "workspace-write".into(),
             cwd: "/work".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
+            repository: None,
         };
         edit(&mut meta);
         self.line(n, RolloutItem::SessionMeta(Box::new(meta)))

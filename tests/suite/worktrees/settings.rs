@@ -55,8 +55,8 @@ async fn outside_a_repository_the_default_falls_back_and_an_explicit_ask_fails()
     assert_eq!(
         spawns[1],
         format!(
-            "isolation \"worktree\" needs a git repository, and {} is not inside one (run `git \
-             init` there, or spawn with isolation \"shared\")",
+            "isolation \"worktree\" needs a git repository, and {} is not inside one (start the \
+             session in a git repository, or spawn with isolation \"shared\")",
             s.workspace().display()
         )
     );

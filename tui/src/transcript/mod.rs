@@ -270,6 +270,7 @@ mod tests {
             sandbox: "read-only".into(),
             cwd: "/w".into(),
             format_version: 1,
+            repository: None,
         };
         let mut lines = vec![line(1, root, RolloutItem::SessionMeta(Box::new(meta)))];
         for i in 0..n {
