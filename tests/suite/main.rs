@@ -13,6 +13,7 @@ mod gc;
 mod hardening;
 mod lease;
 mod mcp;
+mod outside;
 mod paths;
 mod providers;
 mod residency;

@@ -62,7 +62,6 @@ pub struct Root {
     fd: OwnedFd,
 }
 
-
 impl Root {
     /// Opens `dir` (which may itself be reached through symbolic links: it is the workspace
     /// the user chose).
@@ -297,7 +296,6 @@ impl Root {
         open_one(&current, &c_name(last)?, flags, mode)
     }
 }
-
 
 #[cfg(test)]
 thread_local! {
