@@ -13,7 +13,7 @@ use crate::threads::{RawThread, THREAD_COLUMNS};
 use crate::{EdgeStatus, Store, StoreError};
 
 const EXTRA_COLUMNS: &str = "turn_open, last_end, last_end_reason, tokens_in, tokens_cached, tokens_out, last_seq, \
-     tokens_compaction";
+     tokens_compaction, tokens_cache_write";
 
 impl Store {
     /// Everything the store holds about `session`: its agents with their edges, its
@@ -109,7 +109,7 @@ fn load(conn: &Connection, session: ThreadId) -> OpResult<SessionState> {
 
 fn agent_from_row(row: &Row<'_>) -> OpResult<AgentRow> {
     let record = RawThread::from_row(row)?.into_record()?;
-    let base = 16;
+    let base = 17;
     let last_end: Option<String> = row.get(base + 1)?;
     let last_end = last_end
         .map(|name| {
@@ -119,7 +119,7 @@ fn agent_from_row(row: &Row<'_>) -> OpResult<AgentRow> {
         .transpose()?;
     let count =
         |i: usize| -> OpResult<u64> { Ok(u64::try_from(row.get::<_, i64>(i)?).unwrap_or(0)) };
-    let edge: Option<String> = row.get(base + 8)?;
+    let edge: Option<String> = row.get(base + 9)?;
     let edge = edge
         .map(|text| EdgeStatus::parse(&text).ok_or_else(|| Fail::corrupt("edge status", text)))
         .transpose()?;
@@ -132,6 +132,7 @@ fn agent_from_row(row: &Row<'_>) -> OpResult<AgentRow> {
             cached_input_tokens: count(base + 4)?,
             output_tokens: count(base + 5)?,
             compaction_tokens: count(base + 7)?,
+            cache_write_tokens: count(base + 8)?,
         },
         last_seq: count(base + 6)?,
         record,
@@ -194,15 +195,16 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
         "INSERT INTO threads (id, session_id, parent_id, path, depth, nickname, role, model,
              effort, sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at,
              turn_open, last_end, last_end_reason, tokens_in, tokens_cached, tokens_out, last_seq,
-             tokens_compaction)
+             tokens_compaction, provider, tokens_cache_write)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-             ?19, ?20, ?21, ?22, ?23, ?24)
+             ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
          ON CONFLICT (id) DO UPDATE SET status = excluded.status,
              status_reason = excluded.status_reason, updated_at = excluded.updated_at,
              turn_open = excluded.turn_open, last_end = excluded.last_end,
              last_end_reason = excluded.last_end_reason, tokens_in = excluded.tokens_in,
              tokens_cached = excluded.tokens_cached, tokens_out = excluded.tokens_out,
-             last_seq = excluded.last_seq, tokens_compaction = excluded.tokens_compaction",
+             last_seq = excluded.last_seq, tokens_compaction = excluded.tokens_compaction,
+             tokens_cache_write = excluded.tokens_cache_write",
     )?
     .execute(params![
         r.id().to_string(),
@@ -229,6 +231,8 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
         signed(row.usage.output_tokens),
         signed(row.last_seq),
         signed(row.usage.compaction_tokens),
+        r.meta.provider,
+        signed(row.usage.cache_write_tokens),
     ])?;
     if let (Some(parent), Some(edge)) = (r.parent_id(), row.edge) {
         conn.prepare_cached(

@@ -57,12 +57,20 @@ impl ThreadRecord {
     }
 }
 
+/// The migration that gives each agent its provider (NULL: the session's default, as rows of
+/// earlier versions) and, of its input tokens, those written to a prompt cache.
+pub(crate) const PROVIDER_MIGRATION: &str = "
+ALTER TABLE threads ADD COLUMN provider TEXT;
+ALTER TABLE threads ADD COLUMN tokens_cache_write INTEGER NOT NULL DEFAULT 0;
+";
+
 pub(crate) const THREAD_COLUMNS: &str = "t.id, t.session_id, t.parent_id, t.path, t.depth, \
     t.nickname, t.role, t.model, t.effort, t.sandbox, t.cwd, t.status, t.status_reason, \
-    t.rollout_path, t.created_at, t.updated_at";
+    t.rollout_path, t.created_at, t.updated_at, t.provider";
 
 const COLUMNS: &str = "id, session_id, parent_id, path, depth, nickname, role, model, effort, \
-                       sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at";
+                       sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at, \
+                       provider";
 
 impl Store {
     /// One thread's record.
@@ -173,6 +181,7 @@ pub(crate) struct RawThread {
     rollout_path: String,
     created_at: i64,
     updated_at: i64,
+    provider: Option<String>,
 }
 
 impl RawThread {
@@ -194,6 +203,7 @@ impl RawThread {
             rollout_path: row.get(13)?,
             created_at: row.get(14)?,
             updated_at: row.get(15)?,
+            provider: row.get(16)?,
         })
     }
 
@@ -214,6 +224,7 @@ impl RawThread {
                 nickname: self.nickname,
                 role: self.role,
                 model: self.model,
+                provider: self.provider,
                 effort: self.effort,
                 sandbox: self.sandbox,
                 cwd: self.cwd,

@@ -265,6 +265,7 @@ mod tests {
             nickname: None,
             role: "default".into(),
             model: "m".into(),
+            provider: None,
             effort: None,
             sandbox: "read-only".into(),
             cwd: "/".into(),

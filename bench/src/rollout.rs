@@ -51,6 +51,7 @@ pub fn meta() -> SessionMeta {
         nickname: None,
         role: "default".into(),
         model: "bench".into(),
+        provider: None,
         effort: None,
         sandbox: "workspace-write".into(),
         cwd: "/bench".into(),

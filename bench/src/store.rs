@@ -46,6 +46,7 @@ pub fn meta(
         nickname: None,
         role: "worker".into(),
         model: "bench".into(),
+        provider: None,
         effort: None,
         sandbox: "workspace-write".into(),
         cwd: "/bench".into(),

@@ -1,6 +1,7 @@
 //! Streaming parse throughput of the HTTP providers: a large synthetic response body in each
-//! wire format (Responses events, Chat Completions chunks) decoded from 16 KiB reads, exactly
-//! as a provider reads one off the network. Reports SSE framing alone and full decoding.
+//! wire format (Responses events, Chat Completions chunks, Messages events) decoded from
+//! 16 KiB reads, exactly as a provider reads one off the network. Reports SSE framing alone and
+//! full decoding, with the time each takes per MiB of stream.
 
 use std::time::Instant;
 
@@ -24,6 +25,7 @@ pub fn run() -> Result<(), String> {
     for (format, kind, body, expected) in [
         ("responses", ProviderKind::OpenAi, responses_body(), ITEMS),
         ("chat", ProviderKind::Chat, chat_body(), 1 + ITEMS / 2),
+        ("messages", ProviderKind::Anthropic, messages_body(), ITEMS),
     ] {
         let reads: Vec<&[u8]> = body.as_bytes().chunks(READ_BYTES).collect();
         // SSE framing alone.
@@ -80,6 +82,7 @@ fn report(format: &str, layer: &str, bytes: usize, events: usize, items: usize, 
         "seconds": seconds,
         "events_per_sec": (events as f64 / seconds).round(),
         "mib_per_sec": (bytes as f64 / seconds / (1024.0 * 1024.0) * 10.0).round() / 10.0,
+        "ms_per_mib": (seconds * 1000.0 / (bytes as f64 / (1024.0 * 1024.0)) * 100.0).round() / 100.0,
     }));
 }
 
@@ -176,5 +179,47 @@ fn chat_body() -> String {
     }
     chunk(json!({}), Value::from("tool_calls"));
     body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// A Messages stream: text blocks and `tool_use` blocks alternating, as many and as long as
+/// the Responses body's items, each with its start, deltas and stop.
+fn messages_body() -> String {
+    let mut body = String::new();
+    let mut event = |data: Value| {
+        let kind = data["type"].as_str().unwrap_or_default().to_string();
+        body.push_str(&format!("event: {kind}\ndata: {data}\n\n"));
+    };
+    event(
+        json!({"type": "message_start", "message": {"id": "msg_bench", "type": "message",
+        "role": "assistant", "content": [], "model": "bench", "stop_reason": null,
+        "usage": {"input_tokens": 1000, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0, "output_tokens": 1}}}),
+    );
+    for index in 0..ITEMS {
+        let pieces = deltas(index);
+        if index % 2 == 0 {
+            event(json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "text", "text": ""}}));
+            for delta in &pieces {
+                event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": delta}}));
+            }
+        } else {
+            event(json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": format!("toolu_{index}"),
+                                  "name": "exec_command", "input": {}}}));
+            for delta in &pieces {
+                event(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": delta}}));
+            }
+        }
+        event(json!({"type": "content_block_stop", "index": index}));
+    }
+    event(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+        "usage": {"output_tokens": 1000}}),
+    );
+    event(json!({"type": "message_stop"}));
     body
 }

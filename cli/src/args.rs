@@ -165,10 +165,10 @@ pub struct RunOptions {
     /// Model name for agents that do not name their own.
     #[arg(long)]
     pub model: Option<String>,
-    /// Model provider.
+    /// Model provider (the session's default; `[providers]` in config.toml names more).
     #[arg(long, value_enum)]
     pub provider: Option<Provider>,
-    /// Base URL of an OpenAI-compatible API.
+    /// Base URL of the session's provider.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Workspace directory of the root agent (default: the current directory).
@@ -384,6 +384,7 @@ pub struct MailArgs {
 pub enum Provider {
     Openai,
     Chat,
+    Anthropic,
     Script,
 }
 

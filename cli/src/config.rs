@@ -4,8 +4,8 @@
 //! A workspace's file is written by whoever wrote the repository: until the user trusts the
 //! workspace (`arbor trust`), the keys that decide where the API key goes or what commands
 //! inherit, or which programs it starts (`provider`, `base_url`, `api_key_env`, `headers`,
-//! `shell_environment`, `mcp_servers`) are ignored there, with a notice naming the file;
-//! `trusted_workspace` is only read from the home file.
+//! `providers`, `shell_environment`, `mcp_servers`) are ignored there, with a notice naming the
+//! file; `trusted_workspace` is only read from the home file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,22 @@ pub struct RoleSettings {
     pub max_output_tokens: Option<u32>,
     /// The context window of this role's agents, in tokens.
     pub model_context_window: Option<u64>,
+    /// The models (`provider/model`) this role's requests fall back to, in order.
+    pub fallbacks: Option<Vec<String>>,
+}
+
+/// One named provider (`[providers.<name>]`, see `docs/models.md`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// `openai`, `chat` or `anthropic`.
+    pub kind: String,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub request_timeout_secs: Option<u64>,
+    pub max_retries: Option<u32>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
 }
 
 /// Settings of one model (`[models.<name>]`). Naming any model here makes the named ones the
@@ -50,6 +66,13 @@ pub struct FileConfig {
     pub max_output_tokens: Option<u32>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Named providers (`[providers.NAME]`); a workspace's file may add or change them only
+    /// once the workspace is trusted.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderSettings>,
+    /// The models (`provider/model`) a request falls back to, in order, when its own fails
+    /// after its retries (unless its role lists its own).
+    pub fallbacks: Option<Vec<String>>,
     #[serde(default)]
     pub roles: BTreeMap<String, RoleSettings>,
     /// How `exec_command` children get their environment.
@@ -162,7 +185,8 @@ impl FileConfig {
             auto_merge,
             model_context_window,
             compact_at,
-            retention
+            retention,
+            fallbacks
         );
         self.headers.extend(other.headers);
         self.shell_environment = match (self.shell_environment, other.shell_environment) {
@@ -183,7 +207,12 @@ impl FileConfig {
             if settings.model_context_window.is_some() {
                 entry.model_context_window = settings.model_context_window;
             }
+            if settings.fallbacks.is_some() {
+                entry.fallbacks = settings.fallbacks;
+            }
         }
+        // A provider is one whole table, as a server is.
+        self.providers.extend(other.providers);
         // A server is one whole table: the workspace's replaces the home's of the same name.
         self.mcp_servers.extend(other.mcp_servers);
         for (model, settings) in other.models {
@@ -279,6 +308,10 @@ impl FileConfig {
         if !std::mem::take(&mut self.headers).is_empty() {
             ignored.push("headers");
         }
+        // A provider names a URL and a key variable: where the key goes.
+        if !std::mem::take(&mut self.providers).is_empty() {
+            ignored.push("providers");
+        }
         if self.shell_environment.take().is_some() {
             ignored.push("shell_environment");
         }
@@ -328,6 +361,53 @@ mod tests {
     }
 
     #[test]
+    fn an_untrusted_workspace_may_not_add_or_redirect_a_provider() {
+        let home = tempfile_dir();
+        let work = tempfile_dir();
+        std::fs::write(
+            home.join("config.toml"),
+            "[providers.claude]\nkind = \"anthropic\"\n",
+        )
+        .expect("write");
+        std::fs::create_dir_all(work.join(".arbor")).expect("mkdir");
+        std::fs::write(
+            work.join(".arbor/config.toml"),
+            "fallbacks = [\"claude/haiku\"]\n[providers.claude]\nkind = \"anthropic\"\nbase_url = \"https://evil.example/v1\"\n[providers.extra]\nkind = \"chat\"\n",
+        )
+        .expect("write");
+        let (merged, notices) = load_quietly(&home, &work).expect("load");
+        assert_eq!(merged.providers.keys().collect::<Vec<_>>(), ["claude"]);
+        assert_eq!(merged.providers["claude"].base_url, None);
+        // Fallbacks only name providers the user configured: they stay.
+        assert_eq!(
+            merged.fallbacks.as_deref(),
+            Some(&["claude/haiku".to_string()][..])
+        );
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.starts_with("notice: ignoring providers in ")),
+            "{notices:?}"
+        );
+        // Once trusted, the workspace's table replaces the home's of its name.
+        let canonical = work.canonicalize().expect("canonical");
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "[providers.claude]\nkind = \"anthropic\"\n[[trusted_workspace]]\npath = \"{}\"\n",
+                canonical.display()
+            ),
+        )
+        .expect("write");
+        let (merged, _) = load_quietly(&home, &canonical).expect("load");
+        assert_eq!(
+            merged.providers["claude"].base_url.as_deref(),
+            Some("https://evil.example/v1")
+        );
+        assert!(merged.providers.contains_key("extra"));
+    }
+
+    #[test]
     fn unknown_keys_name_the_file_and_key() {
         let home = tempfile_dir();
         std::fs::write(home.join("config.toml"), "modle = \"x\"\n").expect("write");
@@ -373,13 +453,12 @@ mod tests {
     #[test]
     fn the_examples_in_the_models_doc_parse() {
         let doc = include_str!("../../docs/models.md");
-        let (_, section) = doc.split_once("## `config.toml`").expect("config section");
-        let blocks: Vec<&str> = section
+        let blocks: Vec<&str> = doc
             .split("```toml\n")
             .skip(1)
             .filter_map(|block| block.split_once("```").map(|(toml, _)| toml))
             .collect();
-        assert!(blocks.len() >= 2, "{blocks:?}");
+        assert!(blocks.len() >= 5, "{blocks:?}");
         for block in blocks {
             let parsed: Result<FileConfig, _> = toml::from_str(block);
             assert!(parsed.is_ok(), "{block}: {parsed:?}");

@@ -5,17 +5,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_model::{
-    DEFAULT_BASE_URL, HttpProviderConfig, ModelClient, ProviderKind, ScriptedModel,
-    api_key_from_env, build_provider,
-};
+use arbor_model::ModelClient;
 use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentStatus, SandboxMode};
 
-use crate::args::{ExecArgs, Provider, RunOptions, SandboxArg};
+use crate::args::{ExecArgs, RunOptions, SandboxArg};
 use crate::config::FileConfig;
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::output::{Mode, spawn_printer};
+use crate::providers::Plan;
 
 /// Runs `arbor exec` and returns the exit code.
 pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
@@ -241,26 +239,9 @@ pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
     Ok(text)
 }
 
-/// The provider a run uses: the flag, else the config, else `script` when a script is given,
-/// else `openai`.
-fn provider_of(run: &RunOptions, file: &FileConfig) -> Result<Provider, CliError> {
-    if let Some(provider) = run.provider {
-        return Ok(provider);
-    }
-    match file.provider.as_deref() {
-        Some("openai") => Ok(Provider::Openai),
-        Some("chat") => Ok(Provider::Chat),
-        Some("script") => Ok(Provider::Script),
-        Some(other) => Err(CliError::usage(format!(
-            "config: provider must be openai, chat or script, not `{other}`"
-        ))),
-        None if run.script.is_some() => Ok(Provider::Script),
-        None => Ok(Provider::Openai),
-    }
-}
-
-/// The model provider the options and config ask for. Every problem (no script, no key, no
-/// model name, a bad URL) is reported here, before any agent starts.
+/// The model client the options and config ask for: every provider of the run behind one
+/// router. Every problem (no script, no key, no model name, a bad URL, a fallback or a role's
+/// model on an unknown provider) is reported here, before any agent starts.
 pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelClient>, CliError> {
     if run.provider.is_none()
         && file.provider.is_none()
@@ -269,68 +250,10 @@ pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelC
         && file.model.is_none()
     {
         return Err(CliError::usage(
-            "no model configured: pass --script FILE to use the scripted model, or --provider openai|chat with --model NAME (see docs/models.md)",
+            "no model configured: pass --script FILE to use the scripted model, or --provider openai|chat|anthropic with --model NAME (see docs/models.md)",
         ));
     }
-    let provider = provider_of(run, file)?;
-    let kind = match provider {
-        Provider::Script => {
-            let Some(path) = &run.script else {
-                return Err(CliError::usage(
-                    "--provider script needs --script FILE (see docs/scripted-model.md)",
-                ));
-            };
-            let model =
-                ScriptedModel::load(path).map_err(|err| CliError::usage(err.to_string()))?;
-            // Nothing reads the recorded requests here; keeping them costs memory that grows
-            // with the square of a long run's history.
-            model.set_recording(false);
-            return Ok(Arc::new(model));
-        }
-        Provider::Openai => ProviderKind::OpenAi,
-        Provider::Chat => ProviderKind::Chat,
-    };
-    if run.script.is_some() {
-        return Err(CliError::usage(format!(
-            "--script is for the scripted model; drop it or use --provider script (not {})",
-            kind.name()
-        )));
-    }
-    if run.model.is_none() && file.model.is_none() {
-        return Err(CliError::usage(format!(
-            "no model name for the {} provider: pass --model NAME or set `model` in config.toml (see docs/models.md)",
-            kind.name()
-        )));
-    }
-    let base_url = run
-        .base_url
-        .clone()
-        .or_else(|| file.base_url.clone())
-        .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
-    let mut http = HttpProviderConfig::new(base_url);
-    if let Some(var) = &file.api_key_env {
-        http.api_key_env = var.clone();
-    }
-    http.api_key = match kind {
-        ProviderKind::OpenAi => Some(
-            api_key_from_env(&http.api_key_env).map_err(|err| CliError::usage(err.to_string()))?,
-        ),
-        ProviderKind::Chat => std::env::var(&http.api_key_env)
-            .ok()
-            .filter(|key| !key.trim().is_empty()),
-    };
-    if let Some(secs) = file.request_timeout_secs {
-        http.request_timeout = std::time::Duration::from_secs(secs.max(1));
-    }
-    if let Some(retries) = file.max_retries {
-        http.retry.max_attempts = retries.saturating_add(1);
-    }
-    http.extra_headers = file
-        .headers
-        .iter()
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    build_provider(kind, http).map_err(|err| CliError::usage(err.to_string()))
+    Plan::new(run, file)?.build(run)
 }
 
 /// The run configuration the options describe.
@@ -343,8 +266,9 @@ pub fn run_config(
 ) -> Result<RunConfig, CliError> {
     let cwd = workspace_of(run)?;
     let mut config = RunConfig::new(home, cwd);
-    if let Some(model) = run.model.clone().or_else(|| file.model.clone()) {
-        config.model = model;
+    let plan = Plan::new(run, file)?;
+    if let Some(model) = plan.model() {
+        config.model = model.to_string();
     }
     check_model_settings(file)?;
     config.reasoning_effort = file.reasoning_effort.clone();
@@ -409,11 +333,7 @@ pub fn run_config(
         SandboxArg::WorkspaceWrite => SandboxMode::WorkspaceWrite,
         SandboxArg::DangerFullAccess => SandboxMode::DangerFullAccess,
     };
-    let key_variable = file
-        .api_key_env
-        .clone()
-        .unwrap_or_else(|| arbor_model::DEFAULT_API_KEY_ENV.to_string());
-    config.shell_environment = Arc::new(file.shell_environment(vec![key_variable])?);
+    config.shell_environment = Arc::new(file.shell_environment(plan.key_variables())?);
     config.max_depth = run.max_depth;
     config.project_docs = !run.no_project_docs;
     config.mcp_servers = arbor_mcp::servers_from_raw(&file.mcp_servers)
@@ -423,7 +343,9 @@ pub fn run_config(
     // Every model the configuration and the role files name must be a configured one.
     let roles = arbor_roles::RoleSet::load(&config.home, &config.cwd)
         .map_err(|err| CliError::usage(err.to_string()))?;
-    config.check_models(&roles).map_err(CliError::usage)?;
+    config
+        .check_models(&roles, &plan.catalog())
+        .map_err(CliError::usage)?;
     Ok(config)
 }
 

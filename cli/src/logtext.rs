@@ -63,14 +63,34 @@ pub fn describe(item: &RolloutItem) -> String {
             }
             text
         }
-        RolloutItem::Usage(u) if u.compaction_tokens > 0 => format!(
-            "usage (compaction): {} in ({} cached), {} out",
-            u.input_tokens, u.cached_input_tokens, u.output_tokens
-        ),
-        RolloutItem::Usage(u) => format!(
-            "usage: {} in ({} cached), {} out",
-            u.input_tokens, u.cached_input_tokens, u.output_tokens
-        ),
+        RolloutItem::Usage(line) => {
+            let u = &line.usage;
+            let mut text = format!(
+                "usage{}: {} in ({} cached",
+                if u.compaction_tokens > 0 {
+                    " (compaction)"
+                } else {
+                    ""
+                },
+                u.input_tokens,
+                u.cached_input_tokens
+            );
+            if u.cache_write_tokens > 0 {
+                text.push_str(&format!(", {} written to the cache", u.cache_write_tokens));
+            }
+            text.push_str(&format!("), {} out", u.output_tokens));
+            if let Some(by) = &line.served_by {
+                text.push_str(&format!(", from {}/{}", by.provider, by.model));
+            }
+            text
+        }
+        RolloutItem::ModelFallback(f) => {
+            let mut text = format!("fallback: {} -> {}: {}", f.from, f.to, short(&f.reason));
+            if let Some(note) = &f.note {
+                text.push_str(&format!(" ({note})"));
+            }
+            text
+        }
         RolloutItem::Compacted(c) => format!(
             "compacted ({}, about {} tokens): a new window starts with the summary: {}",
             match c.trigger {

@@ -16,6 +16,7 @@ mod memory;
 mod output;
 mod outside;
 mod prompt;
+mod providers;
 mod read;
 mod restate;
 mod session;

@@ -191,6 +191,19 @@ fn human(event: &Event) -> Option<String> {
             reason,
             retry_in_ms,
         } => format!("{path}: retrying in {retry_in_ms} ms: {reason}"),
+        Event::ModelFallback {
+            path,
+            from,
+            to,
+            reason,
+            note,
+        } => {
+            let mut text = format!("{path}: falling back from {from} to {to}: {reason}");
+            if let Some(note) = note {
+                text.push_str(&format!(" ({note})"));
+            }
+            text
+        }
         Event::TurnAborted { path, reason } => format!("{path}: turn aborted: {reason}"),
         Event::AgentCompacted {
             path,

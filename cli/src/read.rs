@@ -44,6 +44,7 @@ impl Row<'_> {
             "nickname": record.meta.nickname,
             "role": record.meta.role,
             "model": record.meta.model,
+            "provider": record.meta.provider,
             "status": self.status,
             "edge": self.row.edge.map(EdgeStatus::as_str),
             "resident": self.resident,

@@ -54,6 +54,7 @@ impl Summary {
             | Event::ApprovalDecided { .. }
             | Event::TurnAborted { .. }
             | Event::AgentRetrying { .. }
+            | Event::ModelFallback { .. }
             | Event::BudgetExhausted { .. } => true,
             _ => false,
         }

@@ -149,6 +149,7 @@ mod tests {
         ResponseItem::Reasoning {
             summary: vec!["secret plan".into()],
             encrypted_content: Some("opaque".into()),
+            thinking: None,
         }
     }
 

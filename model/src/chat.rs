@@ -386,7 +386,7 @@ impl Decoder for ChatDecoder {
                     .and_then(|details| details.cached_tokens)
                     .unwrap_or(0),
                 output_tokens: usage.completion_tokens,
-                compaction_tokens: 0,
+                ..Usage::default()
             });
         }
         for choice in chunk.choices.into_iter().filter(|choice| choice.index == 0) {
@@ -434,6 +434,7 @@ impl Decoder for ChatDecoder {
             items,
             usage: self.usage,
             finish: self.finish,
+            served_by: None,
         })
     }
 }

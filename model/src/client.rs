@@ -6,7 +6,7 @@ use std::pin::Pin;
 use arbor_protocol::{AgentPath, ResponseItem, ThreadId, ToolSpec, Usage};
 use tokio::sync::mpsc;
 
-use crate::ModelError;
+use crate::{Catalog, ModelError};
 
 /// A boxed, sendable future: what `ModelClient` methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -24,6 +24,9 @@ pub struct AgentIdentity {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRequest {
     pub agent: AgentIdentity,
+    /// The provider that serves `model`, by its configured name; `None`: the default one.
+    /// Only a client over several providers (`Router`) reads it.
+    pub provider: Option<String>,
     pub model: String,
     pub reasoning_effort: Option<String>,
     /// System/developer instructions (role instructions included).
@@ -49,6 +52,8 @@ pub struct ModelResponse {
     pub usage: Option<Usage>,
     /// How the model stopped.
     pub finish: Finish,
+    /// The provider and model that answered, when a client over several says (`Router`).
+    pub served_by: Option<arbor_protocol::ServedBy>,
 }
 
 /// How a response ended.
@@ -71,6 +76,10 @@ pub enum ModelEvent {
     /// A retryable failure; the provider waits `retry_in_ms` and tries again. The next attempt
     /// starts the response over: items reported before this event are void.
     Retrying { reason: String, retry_in_ms: u64 },
+    /// The request goes to a fallback model now: `from` (`provider/model`) failed after its
+    /// retries, or is cooling down after such a failure. Like a retry, the response starts
+    /// over: items reported before this event are void.
+    Fallback(arbor_protocol::ModelFallback),
 }
 
 /// Where a provider reports streaming progress. Dropped receivers are fine.
@@ -79,8 +88,14 @@ pub type ModelEvents = mpsc::UnboundedSender<ModelEvent>;
 /// A model provider. The scripted model and the HTTP providers all sit behind this trait, and
 /// the orchestrator only ever talks to it.
 pub trait ModelClient: Send + Sync + 'static {
-    /// A short provider name for logs (`script`, `openai`, `chat`).
+    /// A short provider name for logs (`script`, `openai`, `chat`, `anthropic`).
     fn provider(&self) -> &str;
+
+    /// The providers this client serves, by name: what a `provider/model` reference is
+    /// checked against. One provider, [`ModelClient::provider`], unless the client routes.
+    fn catalog(&self) -> Catalog {
+        Catalog::single(self.provider())
+    }
 
     /// Produces one response. Completed output items may be reported early through `events`;
     /// the returned response always holds every item. Dropping the future cancels the request.

@@ -51,6 +51,25 @@ pub enum ModelError {
     EventTooLarge,
 }
 
+impl ModelError {
+    /// Whether the failure is the provider's availability rather than the request's: rate
+    /// limited past its retries, overloaded, a server error, unreachable. A fallback model
+    /// (`Router`) is asked only after such a failure.
+    pub fn is_availability(&self) -> bool {
+        match self {
+            Self::RateLimited | Self::Transport(_) => true,
+            Self::Http { status, .. } => *status >= 500,
+            Self::Script(_)
+            | Self::Failed(_)
+            | Self::Config(_)
+            | Self::ScriptRead { .. }
+            | Self::ScriptSyntax { .. }
+            | Self::ScriptInvalid { .. }
+            | Self::EventTooLarge => false,
+        }
+    }
+}
+
 fn origin(file: &Option<PathBuf>) -> String {
     match file {
         Some(file) => format!("script {}", file.display()),

@@ -1,12 +1,11 @@
 //! The HTTP providers' configuration, the constructor that picks one, and the transport they
 //! share: one `POST` per attempt, status classification, error bodies, retries.
 //!
-//! The API key goes into one `Authorization` header marked sensitive and nowhere else: `Debug`
-//! prints `[redacted]`, and every text that came from the server is scrubbed of the key before
-//! it can reach an error, a log line or an event.
+//! The API key goes into one header marked sensitive and nowhere else (`Authorization: Bearer`,
+//! or `x-api-key` for the Messages API): `Debug` prints `[redacted]`, and every text that came
+//! from the server is scrubbed of the key before it can reach an error, a log line or an event.
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -16,8 +15,12 @@ use serde_json::Value;
 
 use crate::retry::{Answer, Failure, RetryPolicy, retry_after, with_retries};
 use crate::stream::{Decoder, read_stream};
-use crate::{ModelClient, ModelError, ModelEvents, ModelResponse, chat, responses};
+use crate::{
+    ModelClient, ModelError, ModelEvents, ModelResponse, ProviderKind, anthropic, chat, responses,
+};
 
+/// The version of the Messages API the `anthropic` provider speaks (`anthropic-version`).
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Where the `openai` provider goes unless told otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The environment variable that holds the API key unless `api_key_env` names another.
@@ -31,53 +34,13 @@ pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The longest server message put into an error, in bytes (middle-truncated past this).
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 2 * 1024;
 
-/// Which wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
-    /// `openai`: the Responses API, `POST {base_url}/responses`.
-    OpenAi,
-    /// `chat`: Chat Completions, `POST {base_url}/chat/completions`, which most
-    /// OpenAI-compatible servers speak.
-    Chat,
-}
-
-impl ProviderKind {
-    /// The name used on the command line and in config.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Chat => "chat",
-        }
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ProviderKind {
-    type Err = ModelError;
-
-    /// `openai` (also `responses`) or `chat`.
-    fn from_str(text: &str) -> Result<Self, ModelError> {
-        match text {
-            "openai" | "responses" => Ok(Self::OpenAi),
-            "chat" => Ok(Self::Chat),
-            other => Err(ModelError::Config(format!(
-                "unknown provider `{other}`, expected openai or chat"
-            ))),
-        }
-    }
-}
-
 /// How to reach an HTTP model server.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpProviderConfig {
     /// The API root, such as `https://api.openai.com/v1` or `http://localhost:11434/v1`.
     pub base_url: String,
-    /// Sent as `Authorization: Bearer <key>` when set. Never printed.
+    /// Sent as `Authorization: Bearer <key>` (`x-api-key: <key>` to the Messages API) when
+    /// set. Never printed.
     pub api_key: Option<String>,
     /// The variable the key came from: named in errors about the key.
     pub api_key_env: String,
@@ -145,10 +108,11 @@ pub fn build_provider(
     kind: ProviderKind,
     config: HttpProviderConfig,
 ) -> Result<Arc<dyn ModelClient>, ModelError> {
-    let http = HttpClient::new(config)?;
+    let http = HttpClient::new(config, kind)?;
     Ok(match kind {
         ProviderKind::OpenAi => Arc::new(responses::ResponsesProvider::new(http)),
         ProviderKind::Chat => Arc::new(chat::ChatProvider::new(http)),
+        ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(http)),
     })
 }
 
@@ -169,7 +133,7 @@ impl fmt::Debug for HttpClient {
 }
 
 impl HttpClient {
-    pub(crate) fn new(config: HttpProviderConfig) -> Result<Self, ModelError> {
+    pub(crate) fn new(config: HttpProviderConfig, kind: ProviderKind) -> Result<Self, ModelError> {
         let base_url = config.base_url.trim().trim_end_matches('/').to_string();
         let parsed = reqwest::Url::parse(&base_url).map_err(|error| {
             ModelError::Config(format!("base_url `{base_url}` is not a valid url: {error}"))
@@ -189,14 +153,26 @@ impl HttpClient {
             headers.insert(header, value);
         }
         if let Some(key) = &config.api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+            let (name, text) = match kind {
+                ProviderKind::Anthropic => (HeaderName::from_static("x-api-key"), key.clone()),
+                ProviderKind::OpenAi | ProviderKind::Chat => {
+                    (header::AUTHORIZATION, format!("Bearer {key}"))
+                }
+            };
+            let mut value = HeaderValue::from_str(&text).map_err(|_| {
                 ModelError::Config(format!(
                     "the key in {} holds characters a header cannot carry",
                     config.api_key_env
                 ))
             })?;
             value.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, value);
+            headers.insert(name, value);
+        }
+        if kind == ProviderKind::Anthropic {
+            headers.insert(
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
         }
         headers.insert(
             header::CONTENT_TYPE,
@@ -241,6 +217,17 @@ impl HttpClient {
     ) -> Result<ModelResponse, ModelError> {
         let body = serde_json::to_vec(body)
             .map_err(|error| ModelError::Config(format!("cannot encode the request: {error}")))?;
+        self.stream_encoded(path, body, events, decoder).await
+    }
+
+    /// [`HttpClient::stream`] with a body already encoded.
+    pub(crate) async fn stream_encoded<D: Decoder>(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        events: &ModelEvents,
+        decoder: impl Fn() -> D,
+    ) -> Result<ModelResponse, ModelError> {
         let url = format!("{}{path}", self.base_url);
         with_retries(&self.config.retry, events, || {
             self.attempt(&url, body.clone(), events, decoder())
@@ -317,8 +304,9 @@ impl HttpClient {
         }
     }
 
-    /// Classifies an unsuccessful response: 429, 408, 409 and 5xx are retried (an answer that
-    /// repeats only once, unless it said when to come back); 401 blames the key; any other
+    /// Classifies an unsuccessful response: 429, 529, 408, 409 and 5xx are retried (an answer
+    /// that repeats only once, unless it said when to come back or is a 429 or 529, which
+    /// pass by nature); 401 blames the key; any other
     /// status ends the request with the server's message.
     async fn status_failure(&self, response: reqwest::Response) -> Failure {
         let status = response.status().as_u16();
@@ -341,6 +329,13 @@ impl HttpClient {
                 reason: format!("http 429: {message}"),
                 after,
                 rate_limited: true,
+                answer: None,
+            },
+            // Overloaded (the Messages API's 529) passes by nature: every retry is kept.
+            529 => Failure::Retry {
+                reason: format!("http 529: {message}"),
+                after,
+                rate_limited: false,
                 answer: None,
             },
             408 | 409 | 500..=599 => Failure::Retry {

@@ -1,13 +1,17 @@
-//! The `ModelClient` trait and its providers: the scripted model, the OpenAI Responses API and
-//! Chat Completions, with retries and backoff.
+//! The `ModelClient` trait and its providers: the scripted model, the OpenAI Responses API,
+//! Chat Completions and the Anthropic Messages API, with retries and backoff, and the router
+//! that puts named providers and fallbacks behind one client.
 
+pub mod anthropic;
 pub mod arguments;
 pub mod chat;
 mod client;
 mod error;
 pub mod http;
+mod kind;
 pub mod responses;
 pub mod retry;
+pub mod router;
 pub mod scripted;
 pub mod sse;
 pub mod stream;
@@ -19,9 +23,11 @@ pub use client::{
 };
 pub use error::ModelError;
 pub use http::{
-    DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT, HttpProviderConfig,
-    ProviderKind, api_key_from_env, build_provider,
+    ANTHROPIC_VERSION, DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, DEFAULT_REQUEST_TIMEOUT,
+    HttpProviderConfig, api_key_from_env, build_provider,
 };
+pub use kind::ProviderKind;
 pub use retry::RetryPolicy;
+pub use router::{Catalog, Fallbacks, ModelRef, Router};
 pub use scripted::ScriptedModel;
 pub use stream::{DecodedStream, decode_stream};

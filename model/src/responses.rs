@@ -17,7 +17,8 @@ pub(crate) use decoder::ResponsesDecoder;
 use crate::http::HttpClient;
 use crate::retry::{Failure, stream_error};
 use crate::{
-    BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse, arguments,
+    BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse, ProviderKind,
+    arguments,
 };
 
 /// The provider for the Responses API.
@@ -86,10 +87,12 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 "output": output,
             })),
             // Without its encrypted content (and without `store`), the server cannot use a
-            // reasoning item, so only those that carry it go back.
+            // reasoning item, so only those that carry it go back (`ProviderKind::takes`).
+            ResponseItem::Reasoning { .. } if !ProviderKind::OpenAi.takes(item) => None,
             ResponseItem::Reasoning {
                 summary,
-                encrypted_content: Some(encrypted),
+                encrypted_content,
+                ..
             } => {
                 passes_reasoning = true;
                 let summary: Vec<Value> = summary
@@ -99,13 +102,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 Some(json!({
                     "type": "reasoning",
                     "summary": summary,
-                    "encrypted_content": encrypted,
+                    "encrypted_content": encrypted_content,
                 }))
             }
-            ResponseItem::Reasoning {
-                encrypted_content: None,
-                ..
-            } => None,
         })
         .collect();
     let mut body = json!({
@@ -197,6 +196,7 @@ fn convert(item: &Value, partial: Partial) -> Option<ResponseItem> {
             Some(ResponseItem::Reasoning {
                 summary,
                 encrypted_content: text_field(item, "encrypted_content"),
+                thinking: None,
             })
         }
         _ => None,
@@ -214,7 +214,7 @@ fn usage(value: &Value) -> Usage {
         input_tokens: number("/input_tokens"),
         cached_input_tokens: number("/input_tokens_details/cached_tokens"),
         output_tokens: number("/output_tokens"),
-        compaction_tokens: 0,
+        ..Usage::default()
     }
 }
 

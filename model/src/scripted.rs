@@ -184,7 +184,7 @@ impl ScriptedModel {
             input_tokens: tokens(input),
             cached_input_tokens: 0,
             output_tokens: tokens(tally::item_bytes(&items)),
-            compaction_tokens: 0,
+            ..Usage::default()
         });
         Ok(Answer {
             delay_ms: response.delay_ms,
@@ -228,6 +228,7 @@ impl ModelClient for ScriptedModel {
                 items,
                 usage: Some(usage),
                 finish: crate::Finish::Completed,
+                served_by: None,
             })
         })
     }

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use arbor_protocol::ResponseItem;
 
-use crate::http::ProviderKind;
+use crate::ProviderKind;
 use crate::retry::Failure;
 use crate::sse::{SseEvent, SseParser};
-use crate::{ModelError, ModelEvent, ModelEvents, ModelResponse, chat, responses};
+use crate::{ModelError, ModelEvent, ModelEvents, ModelResponse, anthropic, chat, responses};
 
 /// The call ids of one response so far: a call a server repeats (again in a final summary,
 /// or twice under one id) is kept, and so run, once.
@@ -129,6 +129,7 @@ pub fn decode_stream<'a>(
     match kind {
         ProviderKind::OpenAi => decode_with(responses::ResponsesDecoder::default(), chunks),
         ProviderKind::Chat => decode_with(chat::ChatDecoder::default(), chunks),
+        ProviderKind::Anthropic => decode_with(anthropic::AnthropicDecoder::default(), chunks),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Context windows: the known window of common model names, and the character-based estimate
 //! of a request's size used until a provider has reported one.
 
-use arbor_protocol::{ResponseItem, ToolSpec};
+use arbor_protocol::{ResponseItem, Thinking, ToolSpec};
 
 /// The context window, in tokens, of a model arbor knows by name; `None` for any other name
 /// (configure `model_context_window` for it). Names match by prefix after an optional
@@ -63,9 +63,16 @@ pub fn item_bytes(items: &[ResponseItem]) -> usize {
             ResponseItem::Reasoning {
                 summary,
                 encrypted_content,
+                thinking,
             } => {
+                let thinking = match thinking.as_deref() {
+                    Some(Thinking::Thinking { signature }) => signature.len(),
+                    Some(Thinking::RedactedThinking { data }) => data.len(),
+                    None => 0,
+                };
                 summary.iter().map(String::len).sum::<usize>()
                     + encrypted_content.as_ref().map_or(0, String::len)
+                    + thinking
             }
         })
         .sum()

@@ -141,7 +141,7 @@ pub async fn compact(
     };
     agent
         .record([
-            RolloutItem::Usage(used),
+            RolloutItem::Usage(used.into()),
             RolloutItem::Compacted(Box::new(compacted.clone())),
         ])
         .map_err(|err| err.to_string())?;
@@ -190,6 +190,7 @@ fn summary_request(ctx: &Ctx, agent: &Agent, history: &[ResponseItem]) -> ModelR
     });
     ModelRequest {
         agent: identity.for_model(),
+        provider: identity.meta.provider.clone(),
         model: identity.meta.model.clone(),
         reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),
@@ -215,15 +216,19 @@ async fn ask(
     let result = loop {
         tokio::select! {
             biased;
-            Some(event) = events_rx.recv() => {
-                if let ModelEvent::Retrying { reason, retry_in_ms } = event {
+            Some(event) = events_rx.recv() => match event {
+                ModelEvent::Retrying { reason, retry_in_ms } => {
                     ctx.events.emit(Event::AgentRetrying {
                         path: agent.path().clone(),
                         reason,
                         retry_in_ms,
                     });
                 }
-            }
+                ModelEvent::Fallback(fallback) => {
+                    crate::sampling::fell_back(ctx, agent, fallback)?;
+                }
+                ModelEvent::ItemDone(_) => {}
+            },
             result = &mut respond => break result,
         }
     };

@@ -197,24 +197,41 @@ impl RunConfig {
         self.models.keys().map(String::as_str).collect()
     }
 
-    /// Every model this configuration and `roles` name is a configured one (when any are):
-    /// the session's, `[roles.<name>]`'s and the role files'. The error names where the model
-    /// was named, as a role file's field error does.
-    pub fn check_models(&self, roles: &arbor_roles::RoleSet) -> Result<(), String> {
-        let known = self.model_names();
-        arbor_roles::check_model(&self.model, &known).map_err(|message| {
+    /// A model reference (`provider/model`, or a model of the default provider) read against
+    /// `catalog`, its model a configured one (when any are: `[models]` names models without
+    /// their provider). The error is the text a model or a person reads.
+    pub fn resolve_model(
+        &self,
+        catalog: &arbor_model::Catalog,
+        text: &str,
+    ) -> Result<arbor_model::ModelRef, String> {
+        let found = catalog.resolve(text)?;
+        arbor_roles::check_model(&found.model, &self.model_names())?;
+        Ok(found)
+    }
+
+    /// Every model this configuration and `roles` name resolves against `catalog` to a
+    /// configured model of a usable provider: the session's, `[roles.<name>]`'s and the role
+    /// files'. The error names where the model was named, as a role file's field error does.
+    pub fn check_models(
+        &self,
+        roles: &arbor_roles::RoleSet,
+        catalog: &arbor_model::Catalog,
+    ) -> Result<(), String> {
+        let check = |text: &str| self.resolve_model(catalog, text);
+        check(&self.model).map_err(|message| {
             format!("model: {message} (the models configured under [models] in config.toml)")
         })?;
         for (role, settings) in &self.role_models {
             if let Some(model) = &settings.model {
-                arbor_roles::check_model(model, &known)
+                check(model)
                     .map_err(|message| format!("config: `roles.{role}.model`: {message}"))?;
             }
         }
         for role in roles.all() {
             if let (Some(model), arbor_roles::RoleSource::File(path)) = (&role.model, &role.source)
             {
-                arbor_roles::check_model(model, &known).map_err(|message| {
+                check(model).map_err(|message| {
                     format!("role file {}: field `model`: {message}", path.display())
                 })?;
             }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arbor_model::{ModelEvent, ModelRequest};
-use arbor_protocol::{Event, ResponseItem, RolloutItem, Usage};
+use arbor_protocol::{Event, ModelFallback, ResponseItem, RolloutItem, ServedBy, Usage};
 use tokio::sync::mpsc;
 
 pub mod output_limit;
@@ -55,6 +55,8 @@ pub struct Sampled {
     /// Every item of the final response, in order.
     pub items: Vec<ResponseItem>,
     pub usage: Option<Usage>,
+    /// The provider and model that answered, when the client says.
+    pub served_by: Option<ServedBy>,
     /// How the response ended (cut at the output limit or not).
     pub finish: arbor_model::Finish,
     /// How many leading `items` are already recorded (rollout and history).
@@ -115,6 +117,14 @@ pub async fn sample(
                     done.clear();
                     recorded = 0;
                 }
+                ModelEvent::Fallback(fallback) => {
+                    if recorded > 0 {
+                        cancel_started(agent, &mut early)?;
+                    }
+                    done.clear();
+                    recorded = 0;
+                    fell_back(ctx, agent, fallback)?;
+                }
             },
             result = &mut respond => break result,
         }
@@ -135,10 +145,33 @@ pub async fn sample(
     Ok(Sampled {
         items: response.items,
         usage: response.usage,
+        served_by: response.served_by,
         finish: response.finish,
         recorded,
         early,
     })
+}
+
+/// A request went to a fallback model: a `model_fallback` line of the agent's, and its event.
+pub fn fell_back(ctx: &Ctx, agent: &Agent, fallback: ModelFallback) -> Result<(), String> {
+    tracing::warn!(
+        path = %agent.path(),
+        from = %fallback.from,
+        to = %fallback.to,
+        reason = %fallback.reason,
+        "model request falls back"
+    );
+    ctx.events.emit(Event::ModelFallback {
+        path: agent.path().clone(),
+        from: fallback.from.clone(),
+        to: fallback.to.clone(),
+        reason: fallback.reason.clone(),
+        note: fallback.note.clone(),
+    });
+    agent
+        .record([RolloutItem::ModelFallback(Box::new(fallback))])
+        .map(|_| ())
+        .map_err(|err| err.to_string())
 }
 
 /// Records items of the response in progress: rollout first, then history.

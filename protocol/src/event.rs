@@ -87,6 +87,16 @@ pub enum Event {
         reason: String,
         retry_in_ms: u64,
     },
+    /// A request of the agent at `path` went to a fallback model (see `ModelFallback`).
+    #[serde(rename = "model.fallback")]
+    ModelFallback {
+        path: AgentPath,
+        from: String,
+        to: String,
+        reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
     /// Tokens of one model response, with the agent's and the whole tree's totals so far.
     #[serde(rename = "usage")]
     Usage {
@@ -174,6 +184,7 @@ impl Event {
             Self::ApprovalRequested { .. } => "approval.requested",
             Self::ApprovalDecided { .. } => "approval.decided",
             Self::AgentRetrying { .. } => "agent.retrying",
+            Self::ModelFallback { .. } => "model.fallback",
             Self::Usage { .. } => "usage",
             Self::AgentCompacted { .. } => "agent.compacted",
             Self::BudgetExhausted { .. } => "budget.exhausted",

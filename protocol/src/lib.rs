@@ -18,9 +18,12 @@ pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ROOT_NAME};
 pub use rollout::{
     AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, Compacted, CompactionTrigger,
     MailConsumed, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta,
-    TurnAborted, TurnCompleted, TurnStarted, Usage, rollout_relative_path,
+    TurnAborted, TurnCompleted, TurnStarted, Usage, UsageLine, rollout_relative_path,
 };
 pub use status::AgentStatus;
+
+mod models;
+pub use models::{ModelFallback, ServedBy, Thinking};
 pub use time::Timestamp;
 
 mod tool;

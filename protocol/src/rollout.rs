@@ -12,7 +12,10 @@ use serde_json::Value;
 use crate::facts::{
     ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget,
 };
-use crate::{AgentPath, AgentStatus, Mail, ThreadId, Timestamp, WorkspaceRepository, WorktreeFact};
+use crate::{
+    AgentPath, AgentStatus, Mail, ModelFallback, ServedBy, Thinking, ThreadId, Timestamp,
+    WorkspaceRepository, WorktreeFact,
+};
 
 /// Written into every `session_meta` header; bumped when old readers could misread new files.
 pub const ROLLOUT_FORMAT_VERSION: u32 = 1;
@@ -61,7 +64,7 @@ pub enum RolloutItem {
     AgentClosed(AgentClosed),
     ApprovalRequested(ApprovalRequested),
     ApprovalDecided(Box<ApprovalDecided>),
-    Usage(Usage),
+    Usage(UsageLine),
     /// A new history window starts here (compaction): nothing before it is sent again.
     Compacted(Box<Compacted>),
     /// Session facts, in the log only.
@@ -74,6 +77,8 @@ pub enum RolloutItem {
     OverrideUsed(OverrideUsed),
     /// A fact about the agent's own git worktree (made, merged, removed).
     Worktree(Box<WorktreeFact>),
+    /// A request of the agent's went to a fallback model.
+    ModelFallback(Box<ModelFallback>),
 }
 
 impl RolloutItem {
@@ -99,6 +104,7 @@ impl RolloutItem {
         "approval_override",
         "override_used",
         "worktree",
+        "model_fallback",
     ];
 
     /// The `type` text of this item.
@@ -124,6 +130,7 @@ impl RolloutItem {
             Self::UserAnswer(_) => "user_answer",
             Self::ApprovalOverride(_) => "approval_override",
             Self::OverrideUsed(_) => "override_used",
+            Self::ModelFallback(_) => "model_fallback",
         }
     }
 
@@ -141,7 +148,8 @@ impl RolloutItem {
             | Self::ApprovalRequested(_)
             | Self::ApprovalDecided(_)
             | Self::Usage(_)
-            | Self::Compacted(_) => true,
+            | Self::Compacted(_)
+            | Self::ModelFallback(_) => true,
             Self::Status(_)
             | Self::UserMail(_)
             | Self::UserClose(_)
@@ -165,6 +173,10 @@ pub struct SessionMeta {
     pub nickname: Option<String>,
     pub role: String,
     pub model: String,
+    /// The provider `model` is served by, by its configured name; `None` in rollouts of
+    /// earlier versions (the session's default provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     #[serde(default)]
     pub effort: Option<String>,
     pub sandbox: String,
@@ -236,6 +248,9 @@ pub enum ResponseItem {
         summary: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         encrypted_content: Option<String>,
+        /// An Anthropic thinking block (its text in `summary`), sent back only to that API.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thinking: Option<Box<Thinking>>,
     },
 }
 
@@ -281,14 +296,39 @@ pub struct ApprovalDecided {
 /// Tokens one model response used (or, summed, many).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every input token, those read from and written to a prompt cache included.
     pub input_tokens: u64,
+    /// Of the input tokens, those read from the provider's prompt cache.
     #[serde(default)]
     pub cached_input_tokens: u64,
+    /// Of the input tokens, those written to the provider's prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`; priced above plain input).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     pub output_tokens: u64,
     /// Of these tokens (input and output), those spent on compaction requests: the label a
     /// compaction's usage carries, summed like the rest.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub compaction_tokens: u64,
+}
+
+/// A `usage` line: one response's tokens (or a compaction's), and who served them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UsageLine {
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// The provider and model that answered; `None` in lines of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_by: Option<Box<ServedBy>>,
+}
+
+impl From<Usage> for UsageLine {
+    fn from(usage: Usage) -> Self {
+        Self {
+            usage,
+            served_by: None,
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -300,6 +340,7 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
         self.output_tokens += other.output_tokens;
         self.compaction_tokens += other.compaction_tokens;
     }

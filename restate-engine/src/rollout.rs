@@ -31,6 +31,7 @@ pub fn header(session: &str, row: &AgentRow, history: &AgentHistory, cwd: &str) 
             .model
             .clone()
             .unwrap_or_else(|| SCRIPTED_MODEL.to_string()),
+        provider: None,
         effort: None,
         sandbox: history
             .meta

@@ -305,6 +305,8 @@ async fn model_step(
             nickname: meta.nickname.clone(),
             role: meta.role.clone(),
         },
+        // The worker's one model client serves every request (its default provider).
+        provider: None,
         model,
         reasoning_effort: None,
         instructions: meta.instructions.as_str().into(),

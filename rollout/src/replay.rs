@@ -174,7 +174,8 @@ impl Replay {
             }
             RolloutItem::MailSent(mail) => self.sent.push((**mail).clone()),
             RolloutItem::AgentClosed(closed) => self.closed.push(closed.clone()),
-            RolloutItem::Usage(usage) => {
+            RolloutItem::Usage(line) => {
+                let usage = &line.usage;
                 self.usage.add(*usage);
                 // A compaction's usage measures the compaction request, not the history.
                 if usage.compaction_tokens == 0 {
@@ -191,7 +192,8 @@ impl Replay {
             | RolloutItem::UserAnswer(_)
             | RolloutItem::ApprovalOverride(_)
             | RolloutItem::OverrideUsed(_)
-            | RolloutItem::Worktree(_) => {}
+            | RolloutItem::Worktree(_)
+            | RolloutItem::ModelFallback(_) => {}
         }
     }
 
@@ -278,6 +280,7 @@ mod tests {
             nickname: None,
             role: "default".into(),
             model: "m".into(),
+            provider: None,
             effort: None,
             sandbox: "read-only".into(),
             cwd: "/w".into(),

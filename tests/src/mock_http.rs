@@ -5,11 +5,18 @@
 //! It serves loopback only, bounds what it reads and how long it stalls, and stops when the
 //! `MockServer` is dropped.
 //!
-//! The event streams a reply carries (a scripted model response in the Responses or Chat
-//! Completions format) are built in `streams` and re-exported here.
+//! The event streams a reply carries (a scripted model response in the Responses, Chat
+//! Completions or Messages format) are built in `streams` and `messages` and re-exported
+//! here; `messages` also checks requests as the Messages API does
+//! ([`MockServer::messages`]).
 
+mod messages;
 mod streams;
 
+pub use messages::{
+    ANTHROPIC_VERSION, check_request, messages_error, messages_events, messages_events_cut,
+    messages_events_failing, messages_events_stopping, signature_of,
+};
 pub use streams::{
     Output, USAGE, chat_events, chat_events_cut, responses_events, responses_events_cut,
     split_every,
@@ -186,6 +193,16 @@ impl MockServer {
         .await
     }
 
+    /// A Messages API server: a request the real API would refuse ([`check_request`]) gets
+    /// its `400 invalid_request_error`; any other is answered by `responder`.
+    pub async fn messages(responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start(move |request| match check_request(request) {
+            Ok(()) => responder(request),
+            Err(message) => messages_error(400, "invalid_request_error", &message),
+        })
+        .await
+    }
+
     /// `http://127.0.0.1:<port>/v1`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
@@ -356,6 +373,7 @@ fn reason(status: u16) -> &'static str {
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
+        529 => "Overloaded",
         _ => "Status",
     }
 }

@@ -78,10 +78,11 @@ impl SessionState {
                     }
                 }
             }
-            RolloutItem::Usage(usage) => self.change(thread, |row| row.usage.add(*usage)),
+            RolloutItem::Usage(line) => self.change(thread, |row| row.usage.add(line.usage)),
             RolloutItem::Worktree(fact) => self.worktree_fact(thread, fact, at),
             RolloutItem::ResponseItem(_)
             | RolloutItem::Compacted(_)
+            | RolloutItem::ModelFallback(_)
             | RolloutItem::UserInterrupt(_) => {}
         }
         self.change(thread, |row| row.last_seq = seq);

@@ -51,6 +51,7 @@ impl Script {
             nickname: None,
             role: "default".into(),
             model: "m".into(),
+            provider: None,
             effort: None,
             sandbox: "read-only".into(),
             cwd: "/w".into(),
@@ -306,12 +307,16 @@ fn usage_adds_up_and_user_mail_reaches_its_recipient() {
     for n in 1..=3 {
         s.line(
             2,
-            RolloutItem::Usage(Usage {
-                input_tokens: n,
-                cached_input_tokens: 0,
-                output_tokens: 10,
-                compaction_tokens: 0,
-            }),
+            RolloutItem::Usage(
+                Usage {
+                    input_tokens: n,
+                    cached_input_tokens: 0,
+                    output_tokens: 10,
+                    compaction_tokens: 0,
+                    cache_write_tokens: 0,
+                }
+                .into(),
+            ),
         );
     }
     let mail = Mail::new(
@@ -362,12 +367,16 @@ fn a_committed_state_loads_back_equal() {
     );
     s.line(
         2,
-        RolloutItem::Usage(Usage {
-            input_tokens: 5,
-            cached_input_tokens: 1,
-            output_tokens: 7,
-            compaction_tokens: 0,
-        }),
+        RolloutItem::Usage(
+            Usage {
+                input_tokens: 5,
+                cached_input_tokens: 1,
+                output_tokens: 7,
+                compaction_tokens: 0,
+                cache_write_tokens: 0,
+            }
+            .into(),
+        ),
     );
     let mut state = s.state();
     store.commit(&mut state).expect("commit");

@@ -86,7 +86,7 @@ fn session_model(home: &Path, run: &RunOptions) -> Result<String, CliError> {
     if run.base_url.is_some() {
         return Err(CliError::usage(
             "--base-url is the workers' option with --engine restate: start the workers with \
-             `arbor worker --engine restate --provider openai|chat --base-url URL`",
+             `arbor worker --engine restate --provider openai|chat|anthropic --base-url URL`",
         ));
     }
     let workspace = crate::exec::workspace_of(run)?;
@@ -101,7 +101,7 @@ fn session_model(home: &Path, run: &RunOptions) -> Result<String, CliError> {
     run.model.clone().or(file.model).ok_or_else(|| {
         CliError::usage(
             "no model configured: pass --script FILE to use the scripted model, or --model NAME \
-             for the workers' HTTP provider (start them with --provider openai|chat; see \
+             for the workers' HTTP provider (start them with --provider openai|chat|anthropic; see \
              docs/engines.md)",
         )
     })

@@ -119,6 +119,7 @@ pub(super) fn draw(
             nickname: row.nickname.clone(),
             role: row.role.clone(),
             model: row.model.clone().unwrap_or_else(|| "script".to_string()),
+            provider: None,
             effort: None,
             sandbox: String::new(),
             cwd: String::new(),

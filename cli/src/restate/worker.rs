@@ -58,7 +58,7 @@ fn http_model(home: &Path, args: &WorkerArgs) -> Result<Option<Arc<dyn ModelClie
     let script = || {
         CliError::usage(
             "arbor worker serves scripted sessions without a provider (a session's script \
-             travels with it): pass --provider openai|chat for an HTTP model",
+             travels with it): pass --provider openai|chat|anthropic for an HTTP model",
         )
     };
     if args.provider == Some(Provider::Script) {

@@ -14,6 +14,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>) -> ModelRequest {
             nickname: None,
             role: "default".to_string(),
         },
+        provider: None,
         model: "llama3".to_string(),
         reasoning_effort: None,
         instructions: "be brief".into(),
@@ -69,6 +70,7 @@ fn the_history_becomes_messages_with_tool_calls_and_tool_results() {
         ResponseItem::Reasoning {
             summary: vec![],
             encrypted_content: Some("x".into()),
+            thinking: None,
         },
         ResponseItem::Message {
             role: "assistant".into(),
@@ -140,8 +142,10 @@ fn content_deltas_and_usage() {
                 cached_input_tokens: 8,
                 output_tokens: 5,
                 compaction_tokens: 0,
+                cache_write_tokens: 0,
             }),
             finish: Finish::Completed,
+            served_by: None,
         })
     );
 }

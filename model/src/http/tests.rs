@@ -16,7 +16,7 @@ fn debug_never_shows_the_key_or_header_values() {
         text.contains("[redacted]") && text.contains("x-api-key"),
         "{text}"
     );
-    let client = HttpClient::new(config).expect("client");
+    let client = HttpClient::new(config, ProviderKind::OpenAi).expect("client");
     let text = format!("{client:?}");
     assert!(
         !text.contains("sk-secret-123") && !text.contains("hdr-secret-456"),
@@ -26,7 +26,8 @@ fn debug_never_shows_the_key_or_header_values() {
 
 #[test]
 fn bad_urls_and_headers_are_configuration_errors() {
-    let build = |config: HttpProviderConfig| HttpClient::new(config).map(|_| ());
+    let build =
+        |config: HttpProviderConfig| HttpClient::new(config, ProviderKind::OpenAi).map(|_| ());
     assert!(matches!(
         build(HttpProviderConfig::new("localhost:8000")),
         Err(ModelError::Config(m)) if m.contains("http://")
@@ -69,8 +70,12 @@ fn provider_kinds_parse() {
     );
     assert_eq!("chat".parse::<ProviderKind>(), Ok(ProviderKind::Chat));
     assert_eq!(
+        "anthropic".parse::<ProviderKind>(),
+        Ok(ProviderKind::Anthropic)
+    );
+    assert_eq!(
         "gemini".parse::<ProviderKind>().map_err(|e| e.to_string()),
-        Err("model configuration: unknown provider `gemini`, expected openai or chat".into())
+        Err("model configuration: unknown provider kind `gemini`, expected openai, chat or anthropic".into())
     );
 }
 
@@ -97,4 +102,22 @@ fn redaction_scrubs_every_copy() {
     );
     assert_eq!(redact("nothing", Some("")), "nothing");
     assert_eq!(redact("nothing", None), "nothing");
+}
+
+#[test]
+fn the_messages_api_gets_its_key_in_x_api_key_only() {
+    let mut config = HttpProviderConfig::new("http://x/v1");
+    config.api_key = Some("sk-ant-secret".into());
+    let client = HttpClient::new(config, ProviderKind::Anthropic).expect("client");
+    let key = client.headers.get("x-api-key").expect("the key header");
+    assert!(key.is_sensitive());
+    assert_eq!(key, "sk-ant-secret");
+    assert!(client.headers.get(header::AUTHORIZATION).is_none());
+    assert_eq!(client.headers["anthropic-version"], ANTHROPIC_VERSION);
+    let mut config = HttpProviderConfig::new("http://x/v1");
+    config.api_key = Some("sk-secret".into());
+    let client = HttpClient::new(config, ProviderKind::Chat).expect("client");
+    assert!(client.headers.get("x-api-key").is_none());
+    assert!(client.headers.get("anthropic-version").is_none());
+    assert!(client.headers[header::AUTHORIZATION].is_sensitive());
 }

@@ -309,6 +309,7 @@ impl Decoder for ResponsesDecoder {
                 .collect(),
             usage: self.usage,
             finish,
+            served_by: None,
         })
     }
 }

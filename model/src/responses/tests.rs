@@ -16,6 +16,7 @@ fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>)
             nickname: None,
             role: "default".to_string(),
         },
+        provider: None,
         model: "gpt-test".to_string(),
         reasoning_effort: effort.map(str::to_string),
         instructions: "be brief".into(),
@@ -62,10 +63,12 @@ fn the_body_is_stateless_streamed_and_carries_the_whole_history() {
         ResponseItem::Reasoning {
             summary: vec!["thought".into()],
             encrypted_content: Some("opaque".into()),
+            thinking: None,
         },
         ResponseItem::Reasoning {
             summary: vec!["lost".into()],
             encrypted_content: None,
+            thinking: None,
         },
         ResponseItem::Message {
             role: "assistant".into(),
@@ -149,8 +152,10 @@ fn a_text_answer_with_usage() {
                 cached_input_tokens: 4,
                 output_tokens: 3,
                 compaction_tokens: 0,
+                cache_write_tokens: 0,
             }),
             finish: Finish::Completed,
+            served_by: None,
         }
     );
 }
@@ -216,7 +221,8 @@ fn parallel_calls_keep_output_order_and_sparse_items_use_the_deltas() {
         [
             ResponseItem::Reasoning {
                 summary: vec!["plan".into()],
-                encrypted_content: Some("enc".into())
+                encrypted_content: Some("enc".into()),
+                thinking: None,
             },
             ResponseItem::FunctionCall {
                 call_id: "c1".into(),

@@ -267,7 +267,7 @@ fn usage_from(value: &Value, at: &str) -> Checked<Usage> {
         input_tokens: count("input_tokens", true)?,
         output_tokens: count("output_tokens", true)?,
         cached_input_tokens: count("cached_input_tokens", false)?,
-        compaction_tokens: 0,
+        ..Usage::default()
     };
     if usage.cached_input_tokens > usage.input_tokens {
         return invalid(

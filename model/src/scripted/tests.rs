@@ -23,6 +23,7 @@ pub(super) fn request(path: &str, role: &str, input: Vec<ResponseItem>) -> Model
             nickname: None,
             role: role.to_string(),
         },
+        provider: None,
         model: "scripted".to_string(),
         reasoning_effort: None,
         instructions: "".into(),
@@ -385,6 +386,7 @@ async fn usage_is_estimated_from_characters() {
             cached_input_tokens: 0,
             output_tokens: 4,
             compaction_tokens: 0,
+            cache_write_tokens: 0,
         })
     );
 }
@@ -406,6 +408,7 @@ async fn a_response_reports_the_usage_its_script_gives() {
             cached_input_tokens: 0,
             output_tokens: 7,
             compaction_tokens: 0,
+            cache_write_tokens: 0,
         })
     );
     let second = respond(&model, &req).await.expect("answer");

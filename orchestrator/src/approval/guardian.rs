@@ -71,6 +71,22 @@ async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
         .open_at(&AgentPath::root())
         .ok_or("the session has no root")?;
     let role = ctx.roles.guardian();
+    // Its model as `[roles.guardian]` or its role file names it (checked when the session
+    // started), else the root's.
+    let configured = ctx.config.role_models.get(&role.name);
+    let named = configured
+        .and_then(|c| c.model.as_ref())
+        .or(role.model.as_ref());
+    let (provider, model) = match named {
+        Some(text) => {
+            let found = ctx.config.resolve_model(&ctx.model.catalog(), text)?;
+            (Some(found.provider), found.model)
+        }
+        None => (
+            root.identity.meta.provider.clone(),
+            root.identity.meta.model.clone(),
+        ),
+    };
     let spawned = ctx
         .session
         .spawn(SpawnSpec {
@@ -78,11 +94,11 @@ async fn ensure_guardian(ctx: &Arc<Ctx>) -> Result<Arc<Agent>, String> {
             path,
             parent: Some(Arc::clone(&root)),
             role: role.clone(),
-            model: role
-                .model
-                .clone()
-                .unwrap_or_else(|| root.identity.meta.model.clone()),
-            effort: role.reasoning_effort.clone(),
+            model,
+            provider,
+            effort: configured
+                .and_then(|c| c.reasoning_effort.clone())
+                .or_else(|| role.reasoning_effort.clone()),
             caps: root.identity.caps.narrow_for(role),
             nickname: false,
             cwd: root.identity.cwd().to_path_buf(),

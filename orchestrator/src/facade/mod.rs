@@ -273,6 +273,7 @@ impl Orchestrator {
                         parent: None,
                         role: role.clone(),
                         model: ctx.config.model.clone(),
+                        provider: Some(ctx.model.catalog().default_provider().to_string()),
                         effort: ctx.config.reasoning_effort.clone(),
                         // A user's `default` role narrows the root as it does any agent of it:
                         // it may take tools, spawning or sandbox away, never add them.

@@ -21,6 +21,8 @@ pub struct SpawnSpec {
     pub parent: Option<Arc<Agent>>,
     pub role: Role,
     pub model: String,
+    /// The provider that serves `model`, by name (`None`: the session's default).
+    pub provider: Option<String>,
     pub effort: Option<String>,
     pub caps: Capabilities,
     /// Draw a nickname from the role's pool (spawned children), or none (root, guardian).

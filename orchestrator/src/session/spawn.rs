@@ -50,6 +50,7 @@ pub fn make(
         nickname: nickname.clone(),
         role: spec.role.name.clone(),
         model: spec.model,
+        provider: spec.provider,
         effort: spec.effort,
         sandbox: spec.caps.sandbox.as_str().to_string(),
         cwd: spec.cwd.display().to_string(),

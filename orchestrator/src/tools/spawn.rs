@@ -90,11 +90,25 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
     let fork = Fork::parse(args.fork_turns.as_deref())?;
     check_settings(ctx, args.model.as_deref(), args.reasoning_effort.as_deref())?;
     let configured = ctx.config.role_models.get(&role.name);
-    let model = args
+    // A model named here, by the config or by the role (both checked at start) comes with its
+    // provider; a child that names none runs on its parent's.
+    let named = args
         .model
         .or_else(|| configured.and_then(|c| c.model.clone()))
-        .or_else(|| role.model.clone())
-        .unwrap_or_else(|| caller.identity.meta.model.clone());
+        .or_else(|| role.model.clone());
+    let (provider, model) = match named {
+        Some(text) => {
+            let found = ctx
+                .config
+                .resolve_model(&ctx.model.catalog(), &text)
+                .map_err(|message| invalid("model", message))?;
+            (Some(found.provider), found.model)
+        }
+        None => (
+            caller.identity.meta.provider.clone(),
+            caller.identity.meta.model.clone(),
+        ),
+    };
     let effort = args
         .reasoning_effort
         .or_else(|| configured.and_then(|c| c.reasoning_effort.clone()))
@@ -116,6 +130,7 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
             parent: Some(Arc::clone(caller)),
             role: role.clone(),
             model,
+            provider,
             effort,
             caps,
             nickname: true,
@@ -156,23 +171,24 @@ pub async fn spawn_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
 }
 
 /// A model and effort the model asked for, checked as a role file's are: a value the server
-/// would refuse for every request of the child is refused here, and no child is made.
+/// would refuse for every request of the child, or a provider the session does not have, is
+/// refused here, and no child is made.
 fn check_settings(ctx: &Ctx, model: Option<&str>, effort: Option<&str>) -> Result<(), String> {
-    let invalid = |field: &str, message: String| {
-        format!("invalid arguments for spawn_agent: field `{field}`: {message}")
-    };
     if let Some(effort) = effort {
         arbor_roles::check_effort(effort)
             .map_err(|message| invalid("reasoning_effort", message))?;
     }
     if let Some(model) = model {
-        if model.trim().is_empty() {
-            return Err(invalid("model", "must not be empty".to_string()));
-        }
-        arbor_roles::check_model(model, &ctx.config.model_names())
+        ctx.config
+            .resolve_model(&ctx.model.catalog(), model)
             .map_err(|message| invalid("model", message))?;
     }
     Ok(())
+}
+
+/// The error of a bad `spawn_agent` argument.
+fn invalid(field: &str, message: String) -> String {
+    format!("invalid arguments for spawn_agent: field `{field}`: {message}")
 }
 
 /// The parent's last turns as a child sees them: user messages and final answers only.

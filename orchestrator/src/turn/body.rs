@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arbor_model::{Finish, ModelRequest};
 use arbor_protocol::{
-    AbortKind, CompactionTrigger, Event, Mail, MailConsumed, ResponseItem, RolloutItem,
+    AbortKind, CompactionTrigger, Event, Mail, MailConsumed, ResponseItem, RolloutItem, UsageLine,
 };
 
 use super::end::Outcome;
@@ -109,7 +109,10 @@ pub(super) async fn turn_body(
             .map(RolloutItem::ResponseItem)
             .collect();
         if let Some(usage) = response.usage {
-            lines.push(RolloutItem::Usage(usage));
+            lines.push(RolloutItem::Usage(UsageLine {
+                usage,
+                served_by: response.served_by.clone().map(Box::new),
+            }));
         }
         if let Err(err) = agent.record(lines) {
             return Outcome::Aborted(AbortKind::Errored, err.to_string());
@@ -287,6 +290,7 @@ fn build_request(ctx: &Ctx, agent: &Agent) -> ModelRequest {
     let identity = &agent.identity;
     ModelRequest {
         agent: identity.for_model(),
+        provider: identity.meta.provider.clone(),
         model: identity.meta.model.clone(),
         reasoning_effort: identity.meta.effort.clone(),
         instructions: identity.instructions.clone(),

@@ -23,6 +23,7 @@ fn meta() -> SessionMeta {
         nickname: None,
         role: "default".into(),
         model: "m".into(),
+        provider: None,
         effort: None,
         sandbox: "read-only".into(),
         cwd: "/w".into(),
@@ -39,11 +40,14 @@ fn say(role: &str, text: &str) -> RolloutItem {
 }
 
 fn usage(tokens: u64) -> RolloutItem {
-    RolloutItem::Usage(Usage {
-        input_tokens: tokens,
-        output_tokens: 1,
-        ..Usage::default()
-    })
+    RolloutItem::Usage(
+        Usage {
+            input_tokens: tokens,
+            output_tokens: 1,
+            ..Usage::default()
+        }
+        .into(),
+    )
 }
 
 fn compacted(summary: &str, turn: u64, usage: Usage) -> RolloutItem {

@@ -9,6 +9,9 @@ pub enum Output {
     Text(String),
     /// A function call: call id, name, arguments (JSON text).
     Call(String, String, String),
+    /// Reasoning: a thinking block (Messages, signed by the mock), a reasoning item with
+    /// encrypted content (Responses); Chat Completions has none.
+    Thinking(String),
 }
 
 impl Output {
@@ -18,6 +21,10 @@ impl Output {
 
     pub fn call(call_id: &str, name: &str, arguments: &Value) -> Self {
         Self::Call(call_id.to_string(), name.to_string(), arguments.to_string())
+    }
+
+    pub fn thinking(text: &str) -> Self {
+        Self::Thinking(text.to_string())
     }
 }
 
@@ -63,6 +70,16 @@ pub fn responses_events(outputs: &[Output]) -> Vec<String> {
                 ));
                 serde_json::json!({"type": "message", "id": id, "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": text, "annotations": []}]})
+            }
+            Output::Thinking(text) => {
+                let item = serde_json::json!({"type": "reasoning", "id": format!("rs_{index}"),
+                    "summary": [{"type": "summary_text", "text": text}],
+                    "encrypted_content": format!("enc:{text}")});
+                events.push(event(
+                    serde_json::json!({"type": "response.output_item.added",
+                    "output_index": index, "item": item}),
+                ));
+                item
             }
             Output::Call(call_id, name, arguments) => {
                 let id = format!("fc_{index}");
@@ -149,6 +166,7 @@ fn chat_events_finishing(outputs: &[Output], finish: Option<&str>) -> Vec<String
                     events.push(chunk(serde_json::json!({"content": delta}), Value::Null));
                 }
             }
+            Output::Thinking(_) => {}
             Output::Call(call_id, name, arguments) => {
                 events.push(chunk(
                     serde_json::json!({"tool_calls": [{"index": calls, "id": call_id, "type": "function",

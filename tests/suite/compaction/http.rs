@@ -1,10 +1,12 @@
-//! Compaction against the mock servers of both HTTP providers: the compaction request and the
+//! Compaction against the mock servers of the HTTP providers: the compaction request and the
 //! request after it are exactly as `docs/compaction.md` says.
 
 use arbor_model::{ProviderKind, build_provider};
 use arbor_orchestrator::{COMPACTION_PROMPT, Orchestrator, RunConfig, SUMMARY_HEADER};
 use arbor_protocol::{AgentStatus, ApprovalPolicy};
-use arbor_tests::mock_http::{MockServer, Output, Recorded, Reply, chat_events, responses_events};
+use arbor_tests::mock_http::{
+    MockServer, Output, Recorded, Reply, chat_events, messages_events, responses_events,
+};
 use serde_json::{Value, json};
 
 const SUMMARY: &str = "SUMMARY: listed the agents; nothing else is open";
@@ -13,7 +15,7 @@ const SUMMARY: &str = "SUMMARY: listed the agents; nothing else is open";
 fn inputs(kind: ProviderKind, body: &Value) -> Vec<Value> {
     let key = match kind {
         ProviderKind::OpenAi => "input",
-        ProviderKind::Chat => "messages",
+        ProviderKind::Chat | ProviderKind::Anthropic => "messages",
     };
     body[key].as_array().cloned().unwrap_or_default()
 }
@@ -53,13 +55,15 @@ fn reply(kind: ProviderKind, request: &Recorded) -> Reply {
     let mut events = match kind {
         ProviderKind::OpenAi => responses_events(&outputs),
         ProviderKind::Chat => chat_events(&outputs),
+        ProviderKind::Anthropic => messages_events(&outputs),
     };
     if big {
         // The provider says the history is large: the next request would pass 40 000.
         for event in &mut events {
             *event = event
                 .replace(r#""input_tokens":100"#, r#""input_tokens":45000"#)
-                .replace(r#""prompt_tokens":100"#, r#""prompt_tokens":45000"#);
+                .replace(r#""prompt_tokens":100"#, r#""prompt_tokens":45000"#)
+                .replace(r#""input_tokens":60"#, r#""input_tokens":45000"#);
         }
     }
     Reply::sse(events.into_iter().map(String::into_bytes))
@@ -107,6 +111,10 @@ fn check(kind: ProviderKind, requests: &[Recorded]) {
     assert!(compaction.get("parallel_tool_calls").is_none());
     assert_eq!(&compaction_in[..first_in.len()], &first_in[..]);
     let added = &compaction_in[first_in.len()..];
+    if kind == ProviderKind::Anthropic {
+        check_messages(first, compaction, after, added);
+        return;
+    }
     assert_eq!(added.len(), 3, "{added:?}");
     match kind {
         ProviderKind::OpenAi => {
@@ -116,7 +124,7 @@ fn check(kind: ProviderKind, requests: &[Recorded]) {
             assert_eq!(added[1]["type"], "function_call_output");
             assert_eq!(added[1]["call_id"], "call_1");
         }
-        ProviderKind::Chat => {
+        ProviderKind::Chat | ProviderKind::Anthropic => {
             assert_eq!(added[0]["role"], "assistant");
             assert_eq!(added[0]["tool_calls"][0]["id"], "call_1");
             assert_eq!(added[1]["role"], "tool");
@@ -146,13 +154,50 @@ fn check(kind: ProviderKind, requests: &[Recorded]) {
             assert_eq!(after["instructions"], first["instructions"]);
             assert_eq!(after_in.len(), 2, "{after_in:?}");
         }
-        ProviderKind::Chat => {
+        ProviderKind::Chat | ProviderKind::Anthropic => {
             // The system message, then the two user messages.
             assert_eq!(after_in.len(), 3, "{after_in:?}");
             assert_eq!(after_in[0], first_in[0]);
             assert_eq!(after_in[0]["role"], "system");
         }
     }
+}
+
+/// [`check`] for the Messages API: the call and its output are one message each, and the
+/// prompt joins the output's message (a user message holds results first, then text).
+fn check_messages(first: &Value, compaction: &Value, after: &Value, added: &[Value]) {
+    assert_eq!(compaction["system"], first["system"]);
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert_eq!(added[0]["role"], "assistant");
+    assert_eq!(added[0]["content"][0]["type"], "tool_use");
+    assert_eq!(added[0]["content"][0]["id"], "call_1");
+    assert_eq!(added[1]["role"], "user");
+    assert_eq!(added[1]["content"][0]["type"], "tool_result");
+    assert_eq!(added[1]["content"][0]["tool_use_id"], "call_1");
+    assert_eq!(added[1]["content"][1]["text"], COMPACTION_PROMPT);
+    assert_eq!(after["tools"], first["tools"]);
+    assert_eq!(after["system"], first["system"]);
+    let after_in = inputs(ProviderKind::Anthropic, after);
+    assert_eq!(after_in.len(), 1, "{after_in:?}");
+    let texts: Vec<&str> = after_in[0]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            format!("{SUMMARY_HEADER}{SUMMARY}").as_str(),
+            "list the agents"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_api_compaction_request_and_the_request_after_it() {
+    let requests = run(ProviderKind::Anthropic).await;
+    check(ProviderKind::Anthropic, &requests);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -161,7 +161,7 @@ async fn an_agent_past_the_threshold_compacts_and_its_revived_and_resumed_reques
         .iter()
         .position(|item| matches!(item, RolloutItem::Compacted(_)))
         .expect("a compacted line");
-    assert!(matches!(items[at - 1], RolloutItem::Usage(u) if u.compaction_tokens > 0));
+    assert!(matches!(items[at - 1], RolloutItem::Usage(u) if u.usage.compaction_tokens > 0));
     assert!(items[..at].iter().any(|item| matches!(item,
         RolloutItem::ResponseItem(ResponseItem::Message { content, .. }) if content == "w did step one")));
     let session = s.orch.session_id().to_string();

@@ -1,11 +1,13 @@
-//! Output limits: `max_output_tokens` in the request body of both APIs, and responses cut at
-//! the limit (`finish_reason: length`, `response.incomplete`): their complete calls run, a call
-//! cut mid-way does not, and the model is told.
+//! Output limits: `max_output_tokens` in the request body of every API, and responses cut at
+//! the limit (`finish_reason: length`, `response.incomplete`, `stop_reason: max_tokens`):
+//! their complete calls run, a call cut mid-way does not, and the model is told.
 
 use arbor_model::ProviderKind;
 use arbor_orchestrator::config::RoleModel;
 use arbor_protocol::{AgentStatus, Event};
-use arbor_tests::mock_http::{MockServer, Output, Reply, chat_events_cut, responses_events_cut};
+use arbor_tests::mock_http::{
+    MockServer, Output, Reply, chat_events_cut, messages_events_cut, responses_events_cut,
+};
 use serde_json::{Value, json};
 
 use super::{KINDS, Run, events};
@@ -14,14 +16,29 @@ fn cut(kind: ProviderKind, outputs: &[Output]) -> Reply {
     Reply::sse(match kind {
         ProviderKind::OpenAi => responses_events_cut(outputs),
         ProviderKind::Chat => chat_events_cut(outputs),
+        ProviderKind::Anthropic => messages_events_cut(outputs),
     })
 }
 
-/// The text of the newest user message of a request of either API.
+/// The text of the newest user message of a request of any API.
 fn last_user_text(kind: ProviderKind, body: &Value) -> String {
     let (list, text) = match kind {
         ProviderKind::OpenAi => ("input", "/content/0/text"),
         ProviderKind::Chat => ("messages", "/content"),
+        // Tool results come first in a user message; the text after them.
+        ProviderKind::Anthropic => {
+            let last = body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .rfind(|m| m["role"] == "user");
+            return last
+                .and_then(|m| m["content"].as_array())
+                .and_then(|blocks| blocks.iter().rfind(|b| b["type"] == "text"))
+                .and_then(|b| b["text"].as_str())
+                .unwrap_or_default()
+                .to_string();
+        }
     };
     body[list]
         .as_array()
@@ -35,7 +52,7 @@ fn last_user_text(kind: ProviderKind, body: &Value) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn max_output_tokens_reaches_the_request_body_of_both_apis() {
+async fn max_output_tokens_reaches_the_request_body_of_every_api() {
     for kind in KINDS {
         let server =
             MockServer::start(move |_| Reply::sse(events(kind, &[Output::text("ok")]))).await;
@@ -64,7 +81,7 @@ async fn max_output_tokens_reaches_the_request_body_of_both_apis() {
         assert_eq!(bodies.len(), 2, "{kind}");
         let field = match kind {
             ProviderKind::OpenAi => "max_output_tokens",
-            ProviderKind::Chat => "max_tokens",
+            ProviderKind::Chat | ProviderKind::Anthropic => "max_tokens",
         };
         assert_eq!(
             (&bodies[0][field], &bodies[1][field]),

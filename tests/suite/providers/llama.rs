@@ -7,7 +7,10 @@ use arbor_protocol::{AgentStatus, Event};
 use arbor_tests::mock_http::{MockServer, Output, Reply, responses_events, split_every};
 use serde_json::{Value, json};
 
-use super::{KINDS, Run, config, events, respond, retries};
+use super::{Run, config, events, respond, retries};
+
+/// The APIs llama-server speaks.
+const KINDS: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Chat];
 
 fn fixture(name: &str) -> String {
     let path = format!(

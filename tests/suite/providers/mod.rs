@@ -1,13 +1,17 @@
-//! The HTTP providers (`openai`: Responses, `chat`: Chat Completions) against local mock
-//! servers: stream framing, tool calls, retries, errors, cancellation, key hygiene, a full
-//! multi-agent run through the mock Responses server, replays of exchanges recorded with a real
-//! llama.cpp server, and output limits; one module each, with the helpers they share here.
+//! The HTTP providers (`openai`: Responses, `chat`: Chat Completions, `anthropic`: Messages)
+//! against local mock servers: stream framing, tool calls, retries, errors, cancellation, key
+//! hygiene, a full multi-agent run through the mock Responses server, replays of exchanges
+//! recorded with a real llama.cpp server, output limits, the Messages API's own rules
+//! (`anthropic`), named providers per agent and fallbacks (`routing`); one module each, with
+//! the helpers they share here.
 
+mod anthropic;
 mod errors;
 mod limits;
 mod llama;
 mod multi_agent;
 mod retry;
+mod routing;
 mod stream;
 
 use std::time::Duration;
@@ -18,13 +22,19 @@ use arbor_model::{
 };
 use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentPath, ApprovalPolicy, Event, ResponseItem, ThreadId, ToolSpec, Usage};
-use arbor_tests::mock_http::{MockServer, Output, USAGE, chat_events, responses_events};
+use arbor_tests::mock_http::{
+    MockServer, Output, USAGE, chat_events, messages_events, responses_events, signature_of,
+};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 const KEY: &str = "sk-test-SECRET-7f3a9c1e5b";
 const KEY_ENV: &str = "ARBOR_TEST_API_KEY";
-const KINDS: [ProviderKind; 2] = [ProviderKind::OpenAi, ProviderKind::Chat];
+const KINDS: [ProviderKind; 3] = [
+    ProviderKind::OpenAi,
+    ProviderKind::Chat,
+    ProviderKind::Anthropic,
+];
 
 pub(crate) fn config(server: &MockServer) -> HttpProviderConfig {
     HttpProviderConfig {
@@ -49,6 +59,7 @@ fn request(input: Vec<ResponseItem>) -> ModelRequest {
             nickname: None,
             role: "default".to_string(),
         },
+        provider: None,
         model: "mock-model".to_string(),
         reasoning_effort: None,
         instructions: "you are a test".into(),
@@ -75,6 +86,7 @@ fn events(kind: ProviderKind, outputs: &[Output]) -> Vec<String> {
     match kind {
         ProviderKind::OpenAi => responses_events(outputs),
         ProviderKind::Chat => chat_events(outputs),
+        ProviderKind::Anthropic => messages_events(outputs),
     }
 }
 
@@ -82,7 +94,7 @@ fn stream_text(kind: ProviderKind, outputs: &[Output]) -> String {
     events(kind, outputs).concat()
 }
 
-/// The items the provider should return for `outputs`.
+/// The items the provider should return for `outputs` (reasoning as the Messages API's).
 fn items(outputs: &[Output]) -> Vec<ResponseItem> {
     outputs
         .iter()
@@ -96,6 +108,13 @@ fn items(outputs: &[Output]) -> Vec<ResponseItem> {
                 name: name.clone(),
                 arguments: arguments.clone(),
             },
+            Output::Thinking(text) => ResponseItem::Reasoning {
+                summary: vec![text.clone()],
+                encrypted_content: None,
+                thinking: Some(Box::new(arbor_protocol::Thinking::Thinking {
+                    signature: signature_of(text),
+                })),
+            },
         })
         .collect()
 }
@@ -106,7 +125,7 @@ fn usage() -> Option<Usage> {
         input_tokens,
         cached_input_tokens,
         output_tokens,
-        compaction_tokens: 0,
+        ..Usage::default()
     })
 }
 
@@ -134,7 +153,7 @@ fn retries(events: &[ModelEvent]) -> Vec<(String, u64)> {
                 reason,
                 retry_in_ms,
             } => Some((reason.clone(), *retry_in_ms)),
-            ModelEvent::ItemDone(_) => None,
+            ModelEvent::ItemDone(_) | ModelEvent::Fallback(_) => None,
         })
         .collect()
 }
@@ -143,6 +162,15 @@ fn endpoint(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "/v1/responses",
         ProviderKind::Chat => "/v1/chat/completions",
+        ProviderKind::Anthropic => "/v1/messages",
+    }
+}
+
+/// The header that carries the key, and its value.
+fn key_header(kind: ProviderKind) -> (&'static str, String) {
+    match kind {
+        ProviderKind::OpenAi | ProviderKind::Chat => ("authorization", format!("Bearer {KEY}")),
+        ProviderKind::Anthropic => ("x-api-key", KEY.to_string()),
     }
 }
 

@@ -7,8 +7,8 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{
-    KEY, KINDS, config, endpoint, events, items, request, respond, stream_text, tool_calls, usage,
-    user,
+    KINDS, config, endpoint, events, items, key_header, request, respond, stream_text, tool_calls,
+    usage, user,
 };
 
 #[tokio::test]
@@ -36,10 +36,8 @@ async fn a_plain_text_answer_in_any_framing() {
                 (sent.method.as_str(), sent.path.as_str()),
                 ("POST", endpoint(kind))
             );
-            assert_eq!(
-                sent.header("authorization"),
-                Some(format!("Bearer {KEY}").as_str())
-            );
+            let (header, key) = key_header(kind);
+            assert_eq!(sent.header(header), Some(key.as_str()), "{kind}");
             assert_eq!(sent.header("x-arbor-test"), Some("providers"));
             assert_eq!(sent.body["model"], "mock-model");
             assert_eq!(sent.body["stream"], true);
@@ -65,7 +63,7 @@ async fn one_and_several_parallel_tool_calls_with_arguments_in_pieces() {
                 .into_iter()
                 .filter_map(|e| match e {
                     ModelEvent::ItemDone(item) => Some(item),
-                    ModelEvent::Retrying { .. } => None,
+                    ModelEvent::Retrying { .. } | ModelEvent::Fallback(_) => None,
                 })
                 .collect();
             assert_eq!(
@@ -86,6 +84,9 @@ async fn keep_alive_comments_and_unknown_events_are_skipped() {
                 "event: response.some_future_event\ndata: {\"type\":\"response.some_future_event\",\"x\":1}\n\n"
             }
             ProviderKind::Chat => "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+            ProviderKind::Anthropic => {
+                "event: some_future_event\ndata: {\"type\":\"some_future_event\",\"x\":1}\n\n"
+            }
         };
         let mut text = String::from(": connected\r\n\r\n");
         for event in events(kind, &outputs) {
@@ -109,6 +110,8 @@ async fn a_tool_call_is_reported_before_the_stream_ends_and_dropping_the_request
             ProviderKind::OpenAi => all.len() - 1,
             // The chat call is done at its finish chunk; usage and [DONE] never come.
             ProviderKind::Chat => all.len() - 2,
+            // The block is done at its stop; the message's delta and stop never come.
+            ProviderKind::Anthropic => all.len() - 2,
         };
         let server =
             MockServer::with_replies(vec![Reply::sse(all[..keep].to_vec()).then_stall()]).await;

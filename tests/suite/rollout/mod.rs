@@ -25,6 +25,7 @@ fn meta(thread_id: ThreadId) -> SessionMeta {
         nickname: None,
         role: "default".into(),
         model: "scripted".into(),
+        provider: None,
         effort: None,
         sandbox: "workspace-write".into(),
         cwd: "/work/project".into(),

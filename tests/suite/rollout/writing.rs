@@ -32,6 +32,7 @@ fn every_item() -> Vec<RolloutItem> {
             depth: 1,
             nickname: Some("Plato the 2nd".into()),
             effort: Some("high".into()),
+            provider: Some("claude".into()),
             ..meta(child_id)
         })),
         turn(1),
@@ -42,10 +43,26 @@ fn every_item() -> Vec<RolloutItem> {
         RolloutItem::ResponseItem(ResponseItem::Reasoning {
             summary: vec!["think".into(), "again".into()],
             encrypted_content: Some("gAAAA==".into()),
+            thinking: None,
         }),
         RolloutItem::ResponseItem(ResponseItem::Reasoning {
             summary: Vec::new(),
             encrypted_content: None,
+            thinking: None,
+        }),
+        RolloutItem::ResponseItem(ResponseItem::Reasoning {
+            summary: vec!["signed".into()],
+            encrypted_content: None,
+            thinking: Some(Box::new(arbor_protocol::Thinking::Thinking {
+                signature: "EqQBCgIYAhIM".into(),
+            })),
+        }),
+        RolloutItem::ResponseItem(ResponseItem::Reasoning {
+            summary: Vec::new(),
+            encrypted_content: None,
+            thinking: Some(Box::new(arbor_protocol::Thinking::RedactedThinking {
+                data: "EmwKAhgB".into(),
+            })),
         }),
         RolloutItem::ResponseItem(ResponseItem::FunctionCall {
             call_id: "call_1".into(),
@@ -81,11 +98,28 @@ fn every_item() -> Vec<RolloutItem> {
             target: child,
             previous_status: AgentStatus::Errored("boom".into()),
         }),
-        RolloutItem::Usage(Usage {
-            input_tokens: u64::MAX,
-            cached_input_tokens: 7,
-            output_tokens: 0,
-            compaction_tokens: 3,
+        RolloutItem::Usage(
+            Usage {
+                input_tokens: u64::MAX,
+                cached_input_tokens: 7,
+                output_tokens: 0,
+                compaction_tokens: 3,
+                cache_write_tokens: 0,
+            }
+            .into(),
+        ),
+        RolloutItem::Usage(arbor_protocol::UsageLine {
+            usage: Usage {
+                input_tokens: 100,
+                cached_input_tokens: 40,
+                cache_write_tokens: 20,
+                output_tokens: 5,
+                compaction_tokens: 0,
+            },
+            served_by: Some(Box::new(arbor_protocol::ServedBy {
+                provider: "claude".into(),
+                model: "claude-sonnet-4-5".into(),
+            })),
         }),
         RolloutItem::Compacted(Box::new(arbor_protocol::Compacted {
             summary: "what happened".into(),
@@ -163,6 +197,12 @@ fn every_item() -> Vec<RolloutItem> {
             },
         ))),
         RolloutItem::Worktree(Box::new(arbor_protocol::WorktreeFact::Removed)),
+        RolloutItem::ModelFallback(Box::new(arbor_protocol::ModelFallback {
+            from: "claude/opus".into(),
+            to: "gpt/gpt-5".into(),
+            reason: "transport error: http 529: Overloaded".into(),
+            note: Some("1 reasoning item of the history left out".into()),
+        })),
     ]
 }
 

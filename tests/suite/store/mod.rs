@@ -68,6 +68,7 @@ impl Seed {
             nickname: None,
             role: "default".into(),
             model: "scripted".into(),
+            provider: None,
             effort: None,
             sandbox: "workspace-write".into(),
             cwd: "/work".into(),

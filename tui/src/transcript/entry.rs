@@ -165,6 +165,13 @@ pub fn entry_of(line: &RolloutLine) -> Option<Entry> {
             .to_lowercase(),
             lines(&compacted.summary),
         ),
+        RolloutItem::ModelFallback(fallback) => (
+            Kind::Turn,
+            format!("model {} -> {}", fallback.from, fallback.to),
+            std::iter::once(fallback.reason.clone())
+                .chain(fallback.note.clone())
+                .collect(),
+        ),
         RolloutItem::Usage(_)
         | RolloutItem::Status(_)
         | RolloutItem::UserMail(_)

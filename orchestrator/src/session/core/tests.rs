@@ -476,6 +476,7 @@ fn a_spent_budget_starts_no_turn_and_names_who_was_kept() {
         cached_input_tokens: 0,
         output_tokens: 20,
         compaction_tokens: 0,
+        cache_write_tokens: 0,
     };
     assert_eq!(
         s.feed(Input::Usage {
