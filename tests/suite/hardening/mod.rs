@@ -2,12 +2,13 @@
 //! would: rules bypassed through wrappers, `eval` and git; `untrusted` escapes through git and
 //! abbreviated options; self-approval from the sandbox; secrets in the agents' environment; a
 //! repository config redirecting the API key; processes that outlive the session; sockets that
-//! reach past a closed network.
+//! reach past a closed network; an approval prompt made to lie with control characters.
 
 mod env;
 mod network;
 mod policy;
 mod processes;
+mod prompt;
 mod self_approval;
 mod trust;
 mod untrusted;
