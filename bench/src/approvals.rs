@@ -195,23 +195,31 @@ async fn sandbox_ratio() -> Result<(), String> {
     for launcher in [&sandboxed, &open, &plain] {
         run_true(launcher, dir.path()).await?;
     }
-    let (mut with, mut networked, mut without) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let (mut with, mut networked, mut without) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
-        with += run_true(&sandboxed, dir.path()).await?;
-        networked += run_true(&open, dir.path()).await?;
-        without += run_true(&plain, dir.path()).await?;
+        with.push(micros(run_true(&sandboxed, dir.path()).await?));
+        networked.push(micros(run_true(&open, dir.path()).await?));
+        without.push(micros(run_true(&plain, dir.path()).await?));
     }
-    let mean = |total: Duration| micros(total) / RUNS as f64;
-    let (with, networked, without) = (mean(with), mean(networked), mean(without));
+    let mean = |samples: &[f64]| samples.iter().sum::<f64>() / samples.len() as f64;
+    let (with_mean, networked_mean, without_mean) = (mean(&with), mean(&networked), mean(&without));
+    let (with, networked, without) = (
+        crate::median(with),
+        crate::median(networked),
+        crate::median(without),
+    );
     report(json!({
         "bench": "approvals.sandbox_exec_true",
         "runs": RUNS,
         "sandbox": label,
-        "us_sandboxed": with,
-        "us_sandboxed_network_open": networked,
-        "us_plain": without,
-        "ratio": with / without,
-        "us_closed_network_cost": with - networked,
+        "us_sandboxed": with_mean,
+        "us_sandboxed_network_open": networked_mean,
+        "us_plain": without_mean,
+        "ratio": with_mean / without_mean,
+        "us_sandboxed_median": with,
+        "us_sandboxed_network_open_median": networked,
+        "us_plain_median": without,
+        "us_closed_network_cost_median": with - networked,
     }));
     Ok(())
 }
