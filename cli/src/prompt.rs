@@ -6,10 +6,10 @@ use std::io::BufRead;
 use std::time::Duration;
 
 use arbor_orchestrator::{ApprovalPrompt, TerminalAnswer};
-
-use crate::approvals::field;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+use crate::approvals::field;
 
 /// How often an open prompt checks whether its request was decided elsewhere.
 const CLOSED_CHECK: Duration = Duration::from_millis(500);
