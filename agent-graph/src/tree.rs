@@ -143,10 +143,12 @@ impl SessionTree {
     /// as `  [note]` (a worktree agent's change summary).
     pub fn to_text_with(&self, note: impl Fn(&ThreadRecord) -> Option<String>) -> String {
         let mut out = String::new();
+        let mut row = String::new();
         for (node, depth, edge) in self.preorder() {
             let record = &self.graph[node];
+            row.clear();
             let _ = write!(
-                out,
+                row,
                 "{:indent$}{} {} {}",
                 "",
                 record.path(),
@@ -155,11 +157,14 @@ impl SessionTree {
                 indent = depth * 2
             );
             if edge == Some(EdgeStatus::Closed) {
-                out.push_str(" [closed]");
+                row.push_str(" [closed]");
             }
             if let Some(note) = note(record) {
-                let _ = write!(out, "  [{note}]");
+                let _ = write!(row, "  [{note}]");
             }
+            // One row per agent whatever its fields hold: a control character (a line break
+            // in a status, an escape in a file name) shows as its escape.
+            out.push_str(&arbor_protocol::text::visible(&row));
             out.push('\n');
         }
         out
@@ -241,10 +246,11 @@ impl SessionTree {
 
 /// A node's label in a drawing, line by line: path, who, status.
 fn label_lines(record: &ThreadRecord) -> [String; 3] {
+    let shown = |text: String| arbor_protocol::text::visible(&text).into_owned();
     [
         record.path().to_string(),
-        who(record),
-        status_line(&record.status),
+        shown(who(record)),
+        shown(status_line(&record.status)),
     ]
 }
 

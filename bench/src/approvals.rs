@@ -185,23 +185,41 @@ async fn sandbox_ratio() -> Result<(), String> {
     let sandbox = SandboxLauncher::new(SandboxMode::WorkspaceWrite, dir.path(), false);
     let label = sandbox.status().label.clone();
     let sandboxed: Arc<dyn Launcher> = Arc::new(sandbox);
+    // The same sandbox with the network open: no socket filter (nor Landlock's TCP rules).
+    let open: Arc<dyn Launcher> = Arc::new(SandboxLauncher::new(
+        SandboxMode::WorkspaceWrite,
+        dir.path(),
+        true,
+    ));
     let plain: Arc<dyn Launcher> = Arc::new(PlainLauncher);
-    for launcher in [&sandboxed, &plain] {
+    for launcher in [&sandboxed, &open, &plain] {
         run_true(launcher, dir.path()).await?;
     }
-    let (mut with, mut without) = (Duration::ZERO, Duration::ZERO);
+    let (mut with, mut networked, mut without) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
-        with += run_true(&sandboxed, dir.path()).await?;
-        without += run_true(&plain, dir.path()).await?;
+        with.push(micros(run_true(&sandboxed, dir.path()).await?));
+        networked.push(micros(run_true(&open, dir.path()).await?));
+        without.push(micros(run_true(&plain, dir.path()).await?));
     }
-    let (with, without) = (micros(with) / RUNS as f64, micros(without) / RUNS as f64);
+    let mean = |samples: &[f64]| samples.iter().sum::<f64>() / samples.len() as f64;
+    let (with_mean, networked_mean, without_mean) = (mean(&with), mean(&networked), mean(&without));
+    let (with, networked, without) = (
+        crate::median(with),
+        crate::median(networked),
+        crate::median(without),
+    );
     report(json!({
         "bench": "approvals.sandbox_exec_true",
         "runs": RUNS,
         "sandbox": label,
-        "us_sandboxed": with,
-        "us_plain": without,
-        "ratio": with / without,
+        "us_sandboxed": with_mean,
+        "us_sandboxed_network_open": networked_mean,
+        "us_plain": without_mean,
+        "ratio": with_mean / without_mean,
+        "us_sandboxed_median": with,
+        "us_sandboxed_network_open_median": networked,
+        "us_plain_median": without,
+        "us_closed_network_cost_median": with - networked,
     }));
     Ok(())
 }

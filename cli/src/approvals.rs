@@ -12,6 +12,24 @@ use serde_json::{Value, json};
 use crate::args::{AnswerArgs, ReadArgs};
 use crate::error::CliError;
 
+/// One `  label: value` line of a request as a person reads it (here, in `--engine restate`'s
+/// list and in the terminal prompt): the value as `text::visible_lines` shows it, every line
+/// after the first indented under the label, so a command or a justification the model wrote
+/// can neither erase nor pose as another line.
+pub fn field(label: &str, value: &str) -> String {
+    format!(
+        "  {label}: {}\n",
+        arbor_protocol::text::visible_lines(value, "    ")
+    )
+}
+
+/// What a request asks to run, for a person: its command, or the whole action.
+pub fn command_of(action: &Value) -> String {
+    action["command"]
+        .as_str()
+        .map_or_else(|| action.to_string(), str::to_string)
+}
+
 fn row(record: &ApprovalRecord, overridden: Option<&ApprovalOverride>) -> Value {
     json!({
         "id": record.id,
@@ -65,19 +83,17 @@ pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
             .risk_level
             .as_deref()
             .map_or_else(String::new, |risk| format!(" (risk {risk})"));
-        println!(
+        let header = format!(
             "{}  {}  {}  {decided}{risk}",
             record.id, record.requested_at, record.requester
         );
-        let command = record.action["command"]
-            .as_str()
-            .map_or_else(|| record.action.to_string(), str::to_string);
-        println!("  command: {command}");
+        println!("{}", arbor_protocol::text::visible(&header));
+        print!("{}", field("command", &command_of(&record.action)));
         if let Some(justification) = &record.justification {
-            println!("  justification: {justification}");
+            print!("{}", field("justification", justification));
         }
         if let Some(rationale) = &record.rationale {
-            println!("  rationale: {rationale}");
+            print!("{}", field("rationale", rationale));
         }
         if let Some(o) = overrides.get(&record.id) {
             match &o.used_by {

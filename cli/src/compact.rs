@@ -45,7 +45,7 @@ pub async fn compact(home: PathBuf, args: CompactArgs) -> Result<u8, CliError> {
             "compacted {}: about {} tokens → {}",
             report.path, report.tokens_before, report.tokens_after
         );
-        println!("{}", report.summary);
+        println!("{}", crate::output::answer(&report.summary));
     }
     Ok(0)
 }

@@ -113,6 +113,8 @@ pub struct ShellEnvironmentConfig {
     /// `all` (the default), `core` or `none`.
     pub inherit: Option<String>,
     pub ignore_default_excludes: Option<bool>,
+    /// Names kept despite the default excludes (secrets by name or value, session variables).
+    pub keep: Option<Vec<String>>,
     pub exclude: Option<Vec<String>>,
     pub include_only: Option<Vec<String>>,
     #[serde(default)]
@@ -127,6 +129,9 @@ impl ShellEnvironmentConfig {
         }
         if other.ignore_default_excludes.is_some() {
             self.ignore_default_excludes = other.ignore_default_excludes;
+        }
+        if other.keep.is_some() {
+            self.keep = other.keep;
         }
         if other.exclude.is_some() {
             self.exclude = other.exclude;
@@ -158,6 +163,7 @@ impl FileConfig {
         Ok(arbor_tools::ShellEnvironment {
             inherit,
             ignore_default_excludes: table.ignore_default_excludes.unwrap_or(false),
+            keep: table.keep.unwrap_or_default(),
             exclude: table.exclude.unwrap_or_default(),
             include_only: table.include_only.unwrap_or_default(),
             set: table.set,

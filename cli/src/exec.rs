@@ -126,7 +126,7 @@ pub async fn run_root(
     if mode == Mode::Human
         && let Some(answer) = orch.root_last_message().await
     {
-        println!("{answer}");
+        println!("{}", crate::output::answer(&answer));
     }
     Ok(match orch.root_status().await {
         AgentStatus::Completed(_) => 0,

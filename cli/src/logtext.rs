@@ -1,14 +1,20 @@
-//! Rollout items as one readable line each, for `arbor log`.
+//! Rollout items as one readable line each, for `arbor log`: [`line`] is what is printed, the
+//! description with every control character escaped (a message's line breaks too).
 
-use arbor_protocol::text::truncate_middle;
+use arbor_protocol::text::{truncate_middle, visible};
 use arbor_protocol::{ResponseItem, RolloutItem};
 
 fn short(text: &str) -> String {
     truncate_middle(text, 2000)
 }
 
+/// The line `arbor log` prints for a rollout item.
+pub fn line(item: &RolloutItem) -> String {
+    visible(&describe(item)).into_owned()
+}
+
 /// One line describing a rollout item.
-pub fn describe(item: &RolloutItem) -> String {
+fn describe(item: &RolloutItem) -> String {
     match item {
         RolloutItem::SessionMeta(meta) => format!(
             "agent {} ({}, role {}, model {}, sandbox {}) in {}",

@@ -1,9 +1,11 @@
 //! Printing events: JSON Lines on stdout with `--json`, short progress lines on stderr
-//! otherwise (stdout then carries only the final answer).
+//! otherwise (stdout then carries only the final answer). Human text is shown as
+//! `text::visible` shows it: a control character in a model's or a workspace's text appears as
+//! its escape, so none can rewrite what the terminal shows.
 
 use std::io::Write;
 
-use arbor_protocol::text::truncate_middle;
+use arbor_protocol::text::{truncate_middle, visible, visible_lines};
 use arbor_protocol::{Event, EventLine};
 use arbor_rollout::log::{SessionLog, Urgency};
 use tokio::sync::{mpsc, oneshot};
@@ -56,7 +58,7 @@ pub fn spawn_printer(
                 // On a terminal: a live summary, and only the lines a person must see.
                 let shown = summary.take(&line.event)
                     && !(prompting && matches!(line.event, Event::ApprovalRequested { .. }));
-                let text = if shown { human(&line.event) } else { None };
+                let text = if shown { human_line(&line.event) } else { None };
                 summary.print(text.as_deref());
                 if matches!(line.event, Event::SessionStarted { .. }) {
                     for notice in notices.take().into_iter().flatten() {
@@ -114,7 +116,7 @@ pub fn spawn_printer(
 
 fn print_notices(notices: Option<Vec<String>>) {
     for notice in notices.into_iter().flatten() {
-        eprintln!("{notice}");
+        eprintln!("{}", visible_lines(&notice, "  "));
     }
 }
 
@@ -128,12 +130,23 @@ pub fn print(mode: Mode, line: &EventLine) {
             }
         }
         Mode::Human => {
-            if let Some(text) = human(&line.event) {
+            if let Some(text) = human_line(&line.event) {
                 let mut err = std::io::stderr().lock();
                 let _ = writeln!(err, "{text}");
             }
         }
     }
+}
+
+/// The root's final answer as human output prints it on stdout: its lines kept, every other
+/// control character escaped.
+pub fn answer(text: &str) -> std::borrow::Cow<'_, str> {
+    visible_lines(text, "")
+}
+
+/// An event's progress line as printed: one line, controls escaped.
+fn human_line(event: &Event) -> Option<String> {
+    human(event).map(|text| visible(&text).into_owned())
 }
 
 fn short(text: &str) -> String {

@@ -9,6 +9,8 @@ use arbor_orchestrator::{ApprovalPrompt, TerminalAnswer};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::approvals::field;
+
 /// How often an open prompt checks whether its request was decided elsewhere.
 const CLOSED_CHECK: Duration = Duration::from_millis(500);
 
@@ -55,7 +57,9 @@ pub fn spawn(mut prompts: mpsc::UnboundedReceiver<ApprovalPrompt>) -> JoinHandle
 
 const CHOICES: &str = "approve once [y], approve for this session [a], deny [n]: ";
 
-/// The prompt's text: who asks, what, and why.
+/// The prompt's text: who asks, what, and why, every value the model or the workspace chose
+/// shown as `text::visible_lines` shows it (`\r`, `\x1b`, `\u{202e}`), so what runs is what
+/// the user reads.
 fn describe(prompt: &ApprovalPrompt) -> String {
     let mut text = format!(
         "\napproval request {} from {}{}\n",
@@ -69,8 +73,8 @@ fn describe(prompt: &ApprovalPrompt) -> String {
     );
     let command = prompt.action["command"].as_str();
     match command {
-        Some(command) => text.push_str(&format!("  command: {command}\n")),
-        None => text.push_str(&format!("  action: {}\n", prompt.action)),
+        Some(command) => text.push_str(&field("command", command)),
+        None => text.push_str(&field("action", &prompt.action.to_string())),
     }
     for (label, key) in [
         ("cwd", "cwd"),
@@ -78,11 +82,11 @@ fn describe(prompt: &ApprovalPrompt) -> String {
         ("why approval", "approval_reason"),
     ] {
         if let Some(value) = prompt.action[key].as_str() {
-            text.push_str(&format!("  {label}: {value}\n"));
+            text.push_str(&field(label, value));
         }
     }
     if let Some(justification) = &prompt.justification {
-        text.push_str(&format!("  justification: {justification}\n"));
+        text.push_str(&field("justification", justification));
     }
     text
 }

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use arbor_agent_graph::{AgentRow, EdgeStatus, SessionTree, Store, ThreadRecord};
 use arbor_orchestrator::SessionView;
+use arbor_protocol::text;
 use arbor_protocol::{
     AgentPath, AgentStatus, ResponseItem, RolloutItem, RolloutLine, ThreadId, Usage,
 };
@@ -143,8 +144,7 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
     }
     for row in &rows {
         let record = row.record();
-        out(writeln!(
-            stdout,
+        let line = format!(
             "{}  {}  {}  {}  edge={}  resident={}  unread={}  approvals={}  tokens={}",
             record.path(),
             record.meta.nickname.as_deref().unwrap_or("-"),
@@ -155,13 +155,14 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
             row.unread,
             row.pending_approvals,
             row.row.usage.input_tokens + row.row.usage.output_tokens
-        ))?;
+        );
+        out(writeln!(stdout, "{}", text::visible(&line)))?;
         if let Some((summary, branch)) = &row.worktree {
-            out(writeln!(
-                stdout,
+            let line = format!(
                 "    {} (branch {branch})",
                 crate::worktrees::summary_text(summary)
-            ))?;
+            );
+            out(writeln!(stdout, "{}", text::visible(&line)))?;
         }
     }
     let sum = total(&rows);
@@ -270,7 +271,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             s["agents"],
             status.name(),
             crate::gc::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
-            arbor_protocol::text::truncate_middle(&prompt.replace('\n', " "), 80)
+            text::visible(&text::truncate_middle(&prompt.replace('\n', " "), 80))
         ))?;
     }
     Ok(())
@@ -367,7 +368,7 @@ pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
                 stdout,
                 "{} {}",
                 line.timestamp,
-                crate::logtext::describe(&line.item)
+                crate::logtext::line(&line.item)
             ))?;
         }
     }
@@ -408,7 +409,7 @@ pub fn print_mail<M: std::borrow::Borrow<arbor_protocol::Mail> + serde::Serializ
             m.author,
             m.recipient,
             if m.trigger_turn { "  (wakes)" } else { "" },
-            m.content
+            text::visible_lines(&m.content, "")
         ))?;
     }
     Ok(())

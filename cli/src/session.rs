@@ -170,7 +170,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     match status {
         AgentStatus::Completed(answer) => {
             if mode == crate::output::Mode::Human {
-                println!("{}", answer.unwrap_or_default());
+                println!("{}", crate::output::answer(&answer.unwrap_or_default()));
             }
             Ok(0)
         }

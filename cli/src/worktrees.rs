@@ -8,6 +8,7 @@ use std::path::Path;
 
 use arbor_orchestrator::outside::{self, Released};
 use arbor_orchestrator::{SessionView, orphans};
+use arbor_protocol::text::{visible, visible_lines};
 use arbor_protocol::{ChangeSummary, ThreadId};
 use arbor_worktree::Strategy;
 use serde_json::{Value, json};
@@ -25,6 +26,8 @@ pub fn diff(home: &Path, args: &DiffArgs) -> Result<u8, CliError> {
         eprintln!("{}: no changes since it started", args.target);
         return Ok(0);
     }
+    // File contents and names are the workspace's: shown, never obeyed.
+    let text = arbor_protocol::text::visible_lines(&text, "");
     out(write!(std::io::stdout().lock(), "{text}"))?;
     Ok(0)
 }
@@ -78,7 +81,7 @@ pub fn merge(home: &Path, args: &MergeArgs) -> Result<u8, CliError> {
             );
         }
         for path in &report.merged {
-            out(writeln!(stdout, "{path}"))?;
+            out(writeln!(stdout, "{}", visible(path)))?;
         }
         return Ok(code);
     }
@@ -89,9 +92,9 @@ pub fn merge(home: &Path, args: &MergeArgs) -> Result<u8, CliError> {
         merged.branch
     );
     for conflict in &report.conflicts {
-        out(writeln!(stdout, "conflict: {}", conflict.path))?;
+        out(writeln!(stdout, "conflict: {}", visible(&conflict.path)))?;
         for hunk in &conflict.hunks {
-            out(writeln!(stdout, "{}", hunk.trim_end()))?;
+            out(writeln!(stdout, "{}", visible_lines(hunk.trim_end(), "")))?;
         }
     }
     Ok(code)

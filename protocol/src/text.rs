@@ -1,4 +1,10 @@
-//! Bounding model-visible text: long text keeps its head and tail with a marker between.
+//! Bounding model-visible text: long text keeps its head and tail with a marker between. And
+//! text a model or a workspace wrote, made visible for a terminal: control characters and bidi
+//! controls shown as escapes ([`visible`], [`visible_lines`]), so no text can move the cursor,
+//! erase, recolour or reorder what the user reads.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
 
 /// How the summary that starts a compacted history window begins (a user message).
 pub const COMPACTION_SUMMARY_HEADER: &str =
@@ -39,6 +45,81 @@ fn ceil_char_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// How `c` is shown on a terminal when it must not act there: C0 controls (`\r`, `\n`, `\t`,
+/// others as `\x1b`), DEL (`\x7f`), C1 controls and the bidi and line-separating controls
+/// (`\u{9b}`, `\u{202e}`). `None`: `c` is shown as it is.
+fn escape_of(c: char) -> Option<Escaped> {
+    match c {
+        '\r' => Some(Escaped::Short('r')),
+        '\n' => Some(Escaped::Short('n')),
+        '\t' => Some(Escaped::Short('t')),
+        '\0'..='\x1f' | '\x7f' => Some(Escaped::Hex(c as u32)),
+        '\u{80}'..='\u{9f}'
+        // Bidi marks, embeddings, overrides and isolates; line and paragraph separators.
+        | '\u{061c}'
+        | '\u{200e}'
+        | '\u{200f}'
+        | '\u{2028}'..='\u{202e}'
+        | '\u{2066}'..='\u{2069}' => Some(Escaped::Unicode(c as u32)),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Escaped {
+    Short(char),
+    Hex(u32),
+    Unicode(u32),
+}
+
+fn push_escaped(out: &mut String, escaped: Escaped) {
+    let _ = match escaped {
+        Escaped::Short(c) => write!(out, "\\{c}"),
+        Escaped::Hex(n) => write!(out, "\\x{n:02x}"),
+        Escaped::Unicode(n) => write!(out, "\\u{{{n:x}}}"),
+    };
+}
+
+/// `text` on one line for a terminal: every control character escaped, line breaks and tabs
+/// included (`a\nb` shows as `a\nb`). Borrowed when nothing needs escaping.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    escape(text, None)
+}
+
+/// `text` for a terminal over as many lines as it has: line breaks and tabs kept, every other
+/// control escaped as in [`visible`], and each line after the first starting with `indent`, so a
+/// multi-line field stays visibly inside its label. Borrowed when nothing changes.
+pub fn visible_lines<'a>(text: &'a str, indent: &str) -> Cow<'a, str> {
+    escape(text, Some(indent))
+}
+
+fn escape<'a>(text: &'a str, lines: Option<&str>) -> Cow<'a, str> {
+    let changes = |c: char| match (lines, c) {
+        (Some(_), '\t') => false,
+        (Some(indent), '\n') => !indent.is_empty(),
+        _ => escape_of(c).is_some(),
+    };
+    let Some(first) = text.find(changes) else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        match (lines, c) {
+            (Some(indent), '\n') => {
+                out.push('\n');
+                out.push_str(indent);
+            }
+            (Some(_), '\t') => out.push('\t'),
+            _ => match escape_of(c) {
+                Some(escaped) => push_escaped(&mut out, escaped),
+                None => out.push(c),
+            },
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +149,34 @@ mod tests {
         let cut = truncate_middle(&text, 11);
         assert!(cut.starts_with("éé…"), "{cut}");
         assert!(cut.ends_with("…ééé"), "{cut}");
+    }
+
+    #[test]
+    fn controls_are_shown_not_obeyed() {
+        assert_eq!(visible("git status"), "git status");
+        assert!(matches!(visible("plain é ü"), Cow::Borrowed(_)));
+        assert_eq!(
+            visible("touch /x\r\x1b[2Kgit status"),
+            "touch /x\\r\\x1b[2Kgit status"
+        );
+        assert_eq!(visible("a\nb\tc\0\x7f"), "a\\nb\\tc\\x00\\x7f");
+        assert_eq!(visible("\u{9b}2J"), "\\u{9b}2J");
+        assert_eq!(
+            visible("x\u{202e}fdp.exe\u{2066}\u{2069}\u{200e}\u{200f}\u{061c}\u{2028}"),
+            "x\\u{202e}fdp.exe\\u{2066}\\u{2069}\\u{200e}\\u{200f}\\u{61c}\\u{2028}"
+        );
+        // A backslash stays as written.
+        assert_eq!(visible("printf '\\x1b'"), "printf '\\x1b'");
+    }
+
+    #[test]
+    fn lines_keep_their_breaks_indented() {
+        assert_eq!(visible_lines("one", "    "), "one");
+        assert_eq!(
+            visible_lines("one\ntwo\r\n\tthree", "    "),
+            "one\n    two\\r\n    \tthree"
+        );
+        assert!(matches!(visible_lines("a\nb", ""), Cow::Borrowed(_)));
+        assert_eq!(visible_lines("a\nb\x1b", ""), "a\nb\\x1b");
     }
 }

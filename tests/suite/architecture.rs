@@ -30,6 +30,10 @@ const UNSAFE_ALLOWED: &[(&str, &str)] = &[
         "between fork and exec: Landlock, mounts, setsid",
     ),
     ("tools/src/sandbox/mod.rs", "the pre_exec hook"),
+    (
+        "tools/src/sandbox/seccomp.rs",
+        "seccomp(SECCOMP_SET_MODE_FILTER), its probe's fork, and its tests' raw system calls",
+    ),
     ("bench/src/main.rs", "getrusage for CPU and peak memory"),
     (
         "bench/src/ui.rs",

@@ -13,8 +13,9 @@ pub use error::ToolError;
 pub use exec::{
     CORE_VARIABLES, Contained, DEFAULT_DRAIN_GRACE_MS, DEFAULT_EXEC_TIMEOUT_MS,
     DEFAULT_MAX_OUTPUT_BYTES, ExecArgs, ExecConfig, ExecOutcome, ExecRequest, Inherit, Launcher,
-    LiveProcesses, MAX_EXEC_TIMEOUT_MS, PlainLauncher, SECRET_MARKERS, SandboxPermissions,
-    ShellEnvironment, WithEnv, exec_tool_spec, exec_tool_spec_with, looks_secret, run_exec,
+    LiveProcesses, MAX_EXEC_TIMEOUT_MS, PlainLauncher, SECRET_MARKERS, SECRET_SUFFIXES,
+    SESSION_VARIABLES, SandboxPermissions, ShellEnvironment, WithEnv, exec_tool_spec,
+    exec_tool_spec_with, looks_secret, run_exec, secret_value,
 };
 pub use patch::{
     ApplyPatchArgs, ChangeKind, FileChange, FileOp, Hunk, HunkLine, Patch, PatchSummary,

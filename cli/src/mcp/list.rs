@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use arbor_mcp::{McpHub, Transport};
+use arbor_protocol::text::visible;
 use serde_json::{Value, json};
 
 use crate::args::McpListArgs;
@@ -91,18 +92,18 @@ pub async fn list(home: &Path, args: &McpListArgs) -> Result<u8, CliError> {
                 entry["tools"].as_array().map_or(0, Vec::len)
             ),
         };
-        out(writeln!(
-            stdout,
+        let line = format!(
             "{} ({} {}): {state}",
             entry["name"].as_str().unwrap_or_default(),
             entry["transport"].as_str().unwrap_or_default(),
             reached.unwrap_or_default()
-        ))?;
+        );
+        // What a server says of itself (errors, tool names, descriptions) is shown, not obeyed.
+        out(writeln!(stdout, "{}", visible(&line)))?;
         for tool in entry["tools"].as_array().into_iter().flatten() {
             let description = tool["description"].as_str().unwrap_or_default();
             let first_line = description.lines().next().unwrap_or_default();
-            out(writeln!(
-                stdout,
+            let line = format!(
                 "  {:<40} {:<10} {}",
                 tool["name"].as_str().unwrap_or_default(),
                 if tool["read_only"] == true {
@@ -111,13 +112,14 @@ pub async fn list(home: &Path, args: &McpListArgs) -> Result<u8, CliError> {
                     ""
                 },
                 arbor_protocol::text::truncate_middle(first_line, 100)
-            ))?;
+            );
+            out(writeln!(stdout, "{}", visible(&line)))?;
         }
         for notice in entry["notices"].as_array().into_iter().flatten() {
             out(writeln!(
                 stdout,
                 "  notice: {}",
-                notice.as_str().unwrap_or_default()
+                visible(notice.as_str().unwrap_or_default())
             ))?;
         }
     }

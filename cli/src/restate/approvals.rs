@@ -7,6 +7,7 @@ use std::path::Path;
 use arbor_restate::Ingress;
 use arbor_restate::wire::ApprovalRow;
 
+use crate::approvals::{command_of, field};
 use crate::args::{AnswerArgs, ReadArgs};
 use crate::error::CliError;
 use crate::output::out;
@@ -43,19 +44,17 @@ fn describe(row: &ApprovalRow) -> String {
         .risk_level
         .as_deref()
         .map_or_else(String::new, |risk| format!(" (risk {risk})"));
-    let mut text = format!(
-        "{}  {}  {}  {decided}{risk}\n",
+    let header = format!(
+        "{}  {}  {}  {decided}{risk}",
         row.id, row.requested_at, row.path
     );
-    let command = row.action["command"]
-        .as_str()
-        .map_or_else(|| row.action.to_string(), str::to_string);
-    text.push_str(&format!("  command: {command}\n"));
+    let mut text = format!("{}\n", arbor_protocol::text::visible(&header));
+    text.push_str(&field("command", &command_of(&row.action)));
     if let Some(justification) = &row.justification {
-        text.push_str(&format!("  justification: {justification}\n"));
+        text.push_str(&field("justification", justification));
     }
     if let Some(rationale) = &row.rationale {
-        text.push_str(&format!("  rationale: {rationale}\n"));
+        text.push_str(&field("rationale", rationale));
     }
     if let Some(grant) = &row.grant {
         match &grant.used_by {

@@ -80,7 +80,7 @@ pub async fn log(args: &LogArgs) -> Result<(), CliError> {
             let text = serde_json::to_string(&line).unwrap_or_default();
             writeln!(stdout, "{text}").map_err(out)?;
         } else {
-            let text = crate::logtext::describe(&line.item);
+            let text = crate::logtext::line(&line.item);
             writeln!(stdout, "{} {text}", line.timestamp).map_err(out)?;
         }
     }

@@ -60,7 +60,7 @@ pub async fn followup(args: &FollowupArgs) -> Result<u8, CliError> {
     match status {
         AgentStatus::Completed(answer) => {
             if mode == Mode::Human {
-                println!("{}", answer.unwrap_or_default());
+                println!("{}", crate::output::answer(&answer.unwrap_or_default()));
             }
             Ok(0)
         }

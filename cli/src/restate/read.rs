@@ -45,7 +45,7 @@ pub async fn agents(args: &ReadArgs) -> Result<(), CliError> {
         println!("{text}");
     } else {
         for row in &rows {
-            println!("{}", line(row));
+            println!("{}", arbor_protocol::text::visible(&line(row)));
         }
     }
     Ok(())

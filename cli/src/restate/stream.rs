@@ -93,7 +93,7 @@ pub fn finish_run(page: &EventsPage, mode: Mode) -> u8 {
     if mode == Mode::Human
         && let Some(answer) = &page.final_message
     {
-        println!("{answer}");
+        println!("{}", crate::output::answer(answer));
     }
     match &page.root_status {
         Some(arbor_protocol::AgentStatus::Completed(_)) => 0,

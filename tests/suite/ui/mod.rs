@@ -6,7 +6,7 @@ mod keys;
 mod live;
 mod render;
 mod session_answer;
-mod tmux;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 

@@ -1,19 +1,73 @@
 //! The environment `exec_command` children get (`[shell_environment]` in `config.toml`): arbor's
 //! own environment, filtered so that secrets (API keys, tokens, passwords) never reach a command
-//! and so never its output, the rollout or the model.
+//! and so never its output, the rollout or the model, and so that no command is told where the
+//! user's session listens (a tmux server, an ssh or gpg agent, a D-Bus bus, a display), where it
+//! would act outside the sandbox.
 //!
-//! Built in order: the variables `inherit` names (`all`, `core`, `none`); minus every name that
-//! contains `KEY`, `SECRET`, `TOKEN`, `PASSWORD` or `CREDENTIAL` (any case), unless
-//! `ignore_default_excludes`; minus the names matching an `exclude` pattern; when `include_only`
-//! is not empty, only the names matching one of its patterns; plus `set`; minus the variables
-//! that are never passed (the model provider's key variable), whatever the rest says. Patterns
-//! are case-insensitive globs (`*` any run, `?` one character).
+//! Built in order: the variables `inherit` names (`all`, `core`, `none`); minus the default
+//! excludes, unless `ignore_default_excludes` or the name matches a `keep` pattern: every name
+//! that contains `KEY`, `SECRET`, `TOKEN`, `PASSWORD` or `CREDENTIAL` or ends in `_PAT`,
+//! `_AUTH`, `_PASS` or `_PWD` (any case), every value that is a secret ([`secret_value`]: a URL
+//! with a password, a well-known token), and the [`SESSION_VARIABLES`]; minus the names matching
+//! an `exclude` pattern; when `include_only` is not empty, only the names matching one of its
+//! patterns; plus `set`; minus the variables that are never passed (the model provider's key
+//! variable), whatever the rest says. Patterns are case-insensitive globs (`*` any run, `?` one
+//! character).
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 
 /// Parts of a name that mark a secret, removed by default (compared in upper case).
 pub const SECRET_MARKERS: &[&str] = &["KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL"];
+
+/// Endings of a name that mark a secret (a personal access token, an auth string, a password),
+/// and whole names that are one, removed by default (compared in upper case).
+pub const SECRET_SUFFIXES: &[&str] = &["_PAT", "_AUTH", "_PASS", "_PWD"];
+const SECRET_NAMES: &[&str] = &["SSHPASS"];
+
+/// Beginnings of well-known tokens (GitHub, GitLab, Slack): a value that starts with one is a
+/// secret whatever its name.
+const TOKEN_PREFIXES: &[&str] = &[
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+];
+
+/// Variables that tell a command where the user's session listens, removed by default: through
+/// them a command reaches a program outside the sandbox that acts for it (`tmux run-shell`, the
+/// ssh agent's keys, `systemd-run --user` over D-Bus, a container daemon, keystrokes sent to a
+/// display, a window manager's or an editor's remote control). See `docs/sandbox.md`.
+pub const SESSION_VARIABLES: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "SWAYSOCK",
+    "I3SOCK",
+    "HYPRLAND_INSTANCE_SIGNATURE",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK_CLI",
+];
 
 /// The variables `inherit = "core"` keeps.
 pub const CORE_VARIABLES: &[&str] = &[
@@ -52,6 +106,9 @@ pub struct ShellEnvironment {
     pub inherit: Inherit,
     /// Keep names that look like secrets (`exclude` and the never-passed names still apply).
     pub ignore_default_excludes: bool,
+    /// Patterns of names kept despite the default excludes (a secret's name or value, a session
+    /// variable); `exclude`, `include_only` and the never-passed names still apply.
+    pub keep: Vec<String>,
     /// Patterns of names to remove.
     pub exclude: Vec<String>,
     /// When not empty, patterns of the only names kept from what is inherited.
@@ -70,7 +127,7 @@ impl ShellEnvironment {
     ) -> Vec<(OsString, OsString)> {
         let mut out: Vec<(OsString, OsString)> = vars
             .into_iter()
-            .filter(|(name, _)| self.inherits(name))
+            .filter(|(name, value)| self.inherits(name, value))
             .collect();
         for (name, value) in &self.set {
             out.retain(|(n, _)| n != OsStr::new(name));
@@ -85,7 +142,7 @@ impl ShellEnvironment {
         self.build(std::env::vars_os())
     }
 
-    fn inherits(&self, name: &OsStr) -> bool {
+    fn inherits(&self, name: &OsStr, value: &OsStr) -> bool {
         let Some(name) = name.to_str() else {
             // A name that is not UTF-8 cannot be matched against patterns: leave it out.
             return false;
@@ -95,7 +152,12 @@ impl ShellEnvironment {
             Inherit::Core => CORE_VARIABLES.contains(&name),
             Inherit::None => false,
         };
-        kept && (self.ignore_default_excludes || !looks_secret(name))
+        let excluded_by_default = looks_secret(name)
+            || secret_value(&value.to_string_lossy())
+            || SESSION_VARIABLES.contains(&name);
+        kept && (!excluded_by_default
+            || self.ignore_default_excludes
+            || self.keep.iter().any(|p| glob(p, name)))
             && !self.exclude.iter().any(|p| glob(p, name))
             && (self.include_only.is_empty() || self.include_only.iter().any(|p| glob(p, name)))
     }
@@ -105,6 +167,32 @@ impl ShellEnvironment {
 pub fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_MARKERS.iter().any(|marker| upper.contains(marker))
+        || SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
+        || SECRET_NAMES.contains(&upper.as_str())
+}
+
+/// Whether a value is a secret whatever its name: it holds a URL with a password
+/// (`scheme://user:password@host`, anywhere in it: lists of URLs too), or starts with a
+/// well-known token's prefix.
+pub fn secret_value(value: &str) -> bool {
+    if TOKEN_PREFIXES
+        .iter()
+        .any(|prefix| value.starts_with(prefix))
+    {
+        return true;
+    }
+    value.match_indices("://").any(|(at, _)| {
+        let rest = &value[at + 3..];
+        // The authority ends at the path, query, fragment or a blank.
+        let end = rest
+            .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let authority = &rest[..end];
+        authority
+            .rsplit_once('@')
+            .and_then(|(userinfo, _)| userinfo.split_once(':'))
+            .is_some_and(|(_, password)| !password.is_empty())
+    })
 }
 
 /// A case-insensitive glob: `*` matches any run of characters, `?` one character.
@@ -166,6 +254,12 @@ mod tests {
         ("LLM_ACCESS", "k"),
         ("CARGO_HOME", "/c"),
         ("EDITOR", "vi"),
+        ("TMUX", "/tmp/tmux-0/default,1,0"),
+        ("SSH_AUTH_SOCK", "/run/user/0/ssh"),
+        ("DATABASE_URL", "postgres://u:pw@h/db"),
+        ("GITHUB_PAT", "p"),
+        ("NPM_CONFIG__AUTH", "a"),
+        ("MYSQL_PWD", "w"),
     ];
 
     #[test]
@@ -220,6 +314,71 @@ mod tests {
         assert_eq!(
             names(&picky, ARBOR),
             ["LLM_ACCESS=k", "EDITOR=vi", "PATH=/usr/bin"]
+        );
+    }
+
+    #[test]
+    fn secrets_by_ending_and_by_value() {
+        for name in [
+            "GITHUB_PAT",
+            "npm_config__auth",
+            "SMTP_PASS",
+            "MYSQL_PWD",
+            "SSHPASS",
+        ] {
+            assert!(looks_secret(name), "{name}");
+        }
+        for name in ["PWD", "OLDPWD", "PATH", "XAUTHORITY", "COMPASS"] {
+            assert!(!looks_secret(name), "{name}");
+        }
+        for value in [
+            "postgres://u:pw@h/db",
+            "https://x-access-token:abc@github.com/o/r.git",
+            "https://pypi.org/simple https://me:pw@private.example/simple",
+            "redis://:hunter2@cache:6379",
+            "ghp_0123456789abcdef",
+            "glpat-abc",
+        ] {
+            assert!(secret_value(value), "{value}");
+        }
+        for value in [
+            "https://example.com/a:b@c",
+            "ssh://git@github.com/o/r.git",
+            "https://user@host/",
+            "mailto:me@example.com",
+            "/usr/bin:/bin",
+            "u:@h://x",
+        ] {
+            assert!(!secret_value(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn keep_brings_back_what_the_default_excludes_drop_and_nothing_more() {
+        let env = ShellEnvironment {
+            keep: vec![
+                "ssh_auth_sock".into(),
+                "DATABASE_*".into(),
+                "MYSQL_PWD".into(),
+            ],
+            exclude: vec!["MYSQL_*".into()],
+            ..ShellEnvironment::default()
+        };
+        let got = names(&env, ARBOR);
+        assert!(
+            got.contains(&"SSH_AUTH_SOCK=/run/user/0/ssh".to_string()),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&"DATABASE_URL=postgres://u:pw@h/db".to_string()),
+            "{got:?}"
+        );
+        // `exclude` still applies; the rest of the defaults too.
+        assert!(!got.iter().any(|v| v.starts_with("MYSQL_PWD")), "{got:?}");
+        assert!(!got.iter().any(|v| v.starts_with("TMUX")), "{got:?}");
+        assert!(
+            !got.iter().any(|v| v.starts_with("GITHUB_TOKEN")),
+            "{got:?}"
         );
     }
 

@@ -18,7 +18,10 @@ pub use args::{
     ExecConfig, MAX_EXEC_TIMEOUT_MS, SandboxPermissions, exec_tool_spec, exec_tool_spec_with,
 };
 pub use contained::Contained;
-pub use env::{CORE_VARIABLES, Inherit, SECRET_MARKERS, ShellEnvironment, looks_secret};
+pub use env::{
+    CORE_VARIABLES, Inherit, SECRET_MARKERS, SECRET_SUFFIXES, SESSION_VARIABLES, ShellEnvironment,
+    looks_secret, secret_value,
+};
 pub use group::LiveProcesses;
 pub use launcher::{Launcher, PlainLauncher, WithEnv};
 pub use run::{ExecOutcome, ExecRequest, run_exec};

@@ -1,4 +1,5 @@
-//! What the child does between `fork` and `exec`: private mounts, capabilities, Landlock.
+//! What the child does between `fork` and `exec`: private mounts, capabilities, Landlock, the
+//! socket filter.
 //!
 //! Everything is built in the parent ([`ChildPlan::apply`] only reads it): paths are C strings
 //! already, flags are computed, the Landlock ruleset is a ready file descriptor. The child makes
@@ -184,7 +185,7 @@ impl MountPlan {
 }
 
 /// Everything the child does before `exec`, in order: mounts, capabilities, no_new_privs,
-/// Landlock.
+/// Landlock, the socket filter.
 #[derive(Debug)]
 pub(crate) struct ChildPlan {
     pub(crate) mounts: Option<MountPlan>,
@@ -192,6 +193,8 @@ pub(crate) struct ChildPlan {
     /// command would otherwise run with root's.
     pub(crate) drop_caps: Option<CapDrop>,
     pub(crate) ruleset: OwnedFd,
+    /// The seccomp program of a closed network, built before the fork.
+    pub(crate) socket_filter: Option<&'static [seccompiler::sock_filter]>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -292,7 +295,11 @@ impl ChildPlan {
                 0u32,
             )
         };
-        check(rc as libc::c_int)
+        check(rc as libc::c_int)?;
+        match self.socket_filter {
+            Some(program) => super::seccomp::install(program),
+            None => Ok(()),
+        }
     }
 }
 

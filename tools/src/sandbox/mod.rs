@@ -5,12 +5,17 @@
 //! `/dev/null`; `workspace-write` may also write the workspace and the temp dirs, except `.git`
 //! and `.arbor` inside the workspace, which are bind-mounted read-only in a private mount
 //! namespace (or, where no mount namespace can be made, left out of per-entry grants);
-//! `danger-full-access` is no sandbox. See `docs/sandbox.md`.
+//! `danger-full-access` is no sandbox. Without network access a socket filter (`seccomp.rs`)
+//! leaves commands unix and UDP sockets only. See `docs/sandbox.md`.
 
 mod child;
 #[cfg(test)]
 mod home_tests;
+#[cfg(test)]
+mod net_tests;
 mod ruleset;
+mod seccomp;
+mod status;
 #[cfg(test)]
 mod tests;
 
@@ -26,7 +31,8 @@ use serde::Serialize;
 use crate::ToolError;
 use crate::exec::Launcher;
 use child::{CapDrop, ChildPlan, MountPlan, MountStrategy};
-use ruleset::{Grants, VETTED_ABI};
+use ruleset::Grants;
+use status::describe;
 
 /// The workspace entries that stay read-only in `workspace-write`.
 pub const PROTECTED_ENTRIES: &[&str] = &[".git", ".arbor"];
@@ -39,8 +45,8 @@ pub struct SandboxStatus {
     pub mode: SandboxMode,
     /// A Landlock restriction is applied to every command.
     pub enforced: bool,
-    /// One line, e.g. `landlock workspace-write (.git and .arbor read-only, tcp blocked)`, or
-    /// `none`.
+    /// One line, e.g. `landlock workspace-write (.git and .arbor read-only, tcp blocked, socket
+    /// filter: unix and udp only)`, or `none`.
     pub label: String,
     /// Details and limits, one sentence each.
     pub notes: Vec<String>,
@@ -84,6 +90,8 @@ pub(crate) struct Support {
     mounts: Option<MountStrategy>,
     /// The process runs with root's capabilities, which the sandbox must drop.
     root: bool,
+    /// The socket filter of a closed network can be installed here (`seccomp.rs`).
+    socket_filter: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +143,7 @@ impl Support {
             landlock,
             mounts,
             root,
+            socket_filter: seccomp::probe(),
         }
     }
 }
@@ -289,6 +298,11 @@ impl SandboxLauncher {
             mounts,
             drop_caps: self.support.root.then(|| CapDrop::new(!self.allow_network)),
             ruleset: grants.build()?,
+            socket_filter: if self.allow_network || !self.support.socket_filter {
+                None
+            } else {
+                seccomp::program()
+            },
         }))
     }
 }
@@ -356,113 +370,4 @@ fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
     roots.retain(|root| root.is_dir());
     roots.dedup();
     roots
-}
-
-/// The status of `mode` given what the machine supports, and how `.git` is protected.
-fn describe(
-    mode: SandboxMode,
-    allow_network: bool,
-    support: Support,
-) -> (SandboxStatus, Option<Protection>) {
-    let unenforced = |note: String| SandboxStatus {
-        mode,
-        enforced: false,
-        label: "none".to_string(),
-        notes: vec![note],
-    };
-    let abi = match (mode, support.landlock) {
-        (SandboxMode::DangerFullAccess, _) => {
-            let note = "danger-full-access: commands run without a sandbox".to_string();
-            return (unenforced(note), None);
-        }
-        (_, Landlock::NotEnabled) => {
-            let note = "landlock is built into this kernel but not enabled: commands run \
-                        without a sandbox"
-                .to_string();
-            return (unenforced(note), None);
-        }
-        (_, Landlock::NotImplemented) => {
-            let note = "this kernel has no landlock: commands run without a sandbox".to_string();
-            return (unenforced(note), None);
-        }
-        (_, Landlock::Abi(abi)) => abi,
-    };
-
-    let mut parts = Vec::new();
-    let mut notes = vec![if abi > VETTED_ABI {
-        format!("landlock abi {abi} (rights of abi {VETTED_ABI} used)")
-    } else {
-        format!("landlock abi {abi}")
-    }];
-    let protection = match mode {
-        SandboxMode::WorkspaceWrite => Some(match support.mounts {
-            Some(strategy) => {
-                parts.push(".git and .arbor read-only");
-                let how = match strategy {
-                    MountStrategy::MountNs => "a private mount namespace",
-                    MountStrategy::UserAndMountNs => "a private user and mount namespace",
-                };
-                notes.push(format!(
-                    "workspace and temp dirs writable; .git and .arbor are bind-mounted \
-                     read-only in {how} (a missing one can still be created)"
-                ));
-                Protection::Mounts(strategy)
-            }
-            None => {
-                parts.push(".git and .arbor read-only by per-entry grants");
-                notes.push(
-                    "no mount namespace can be made here: .git and .arbor are kept read-only \
-                     by granting writes on every other workspace entry, so new entries \
-                     directly in the workspace root (and renames there) are denied"
-                        .to_string(),
-                );
-                Protection::PerEntry
-            }
-        }),
-        SandboxMode::ReadOnly => {
-            notes.push("nothing is writable but /dev/null-like devices".to_string());
-            None
-        }
-        SandboxMode::DangerFullAccess => None,
-    };
-    if allow_network {
-        parts.push("network allowed");
-    } else if abi >= 4 {
-        parts.push("tcp blocked");
-        notes.push(
-            "tcp bind and connect are denied; udp and unix sockets are not restricted".to_string(),
-        );
-    } else {
-        parts.push("network not restricted");
-        notes.push(format!(
-            "landlock abi {abi} cannot restrict the network (needs abi 4): it is not blocked"
-        ));
-    }
-    if abi < 2 {
-        notes.push("landlock abi 1: files cannot be moved or linked across directories".into());
-    }
-    if abi < 3 {
-        notes.push(format!(
-            "landlock abi {abi}: truncating files is not restricted"
-        ));
-    }
-    if abi < 6 {
-        notes.push(format!(
-            "landlock abi {abi}: signals and abstract unix sockets are not scoped (needs abi 6)"
-        ));
-    }
-    if support.root {
-        notes.push(
-            "running as root: capabilities that reach past landlock (sys_admin, sys_module, \
-             mknod, net_admin, …) are dropped"
-                .to_string(),
-        );
-    }
-    let status = SandboxStatus {
-        mode,
-        enforced: true,
-        label: format!("landlock {} ({})", mode.as_str(), parts.join(", ")),
-        notes,
-    };
-    (status, protection)
 }

@@ -293,7 +293,15 @@ async fn network_is_blocked_unless_allowed() {
     }
     match Support::get().landlock {
         Landlock::Abi(abi) if abi >= 4 => {
-            assert!(blocked.sandbox_label().ends_with("tcp blocked)"));
+            assert!(blocked.sandbox_label().contains("tcp blocked"));
+            assert_denied(&blocked, &connect, ws.path()).await;
+        }
+        _ if Support::get().socket_filter => {
+            assert!(
+                blocked
+                    .sandbox_label()
+                    .contains("tcp blocked, socket filter")
+            );
             assert_denied(&blocked, &connect, ws.path()).await;
         }
         _ => assert!(blocked.sandbox_label().ends_with("network not restricted)")),
@@ -333,6 +341,11 @@ fn status_reports_what_is_enforced() {
         landlock,
         mounts,
         root: false,
+        socket_filter: true,
+    };
+    let unfiltered = |landlock| Support {
+        socket_filter: false,
+        ..support(landlock, None)
     };
     let check = |mode, net, support: Support, label: &str| {
         let (status, _) = describe(mode, net, support);
@@ -344,7 +357,21 @@ fn status_reports_what_is_enforced() {
         SandboxMode::WorkspaceWrite,
         false,
         full,
-        "landlock workspace-write (.git and .arbor read-only, tcp blocked)",
+        "landlock workspace-write (.git and .arbor read-only, tcp blocked, socket filter: unix and \
+         udp only)",
+    );
+    check(
+        SandboxMode::ReadOnly,
+        false,
+        unfiltered(Landlock::Abi(6)),
+        "landlock read-only (tcp blocked, no socket filter)",
+    );
+    // The socket filter refuses tcp sockets where landlock cannot deny tcp connect.
+    check(
+        SandboxMode::ReadOnly,
+        false,
+        support(Landlock::Abi(3), None),
+        "landlock read-only (tcp blocked, socket filter: unix and udp only)",
     );
     check(
         SandboxMode::WorkspaceWrite,
@@ -355,7 +382,7 @@ fn status_reports_what_is_enforced() {
     check(
         SandboxMode::ReadOnly,
         false,
-        support(Landlock::Abi(3), None),
+        unfiltered(Landlock::Abi(3)),
         "landlock read-only (network not restricted)",
     );
     check(SandboxMode::DangerFullAccess, false, full, "none");

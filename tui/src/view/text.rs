@@ -1,18 +1,24 @@
 //! Text helpers for drawing: display width, word wrapping, truncation, and writing a styled
-//! run into the buffer without going past a width.
+//! run into the buffer without going past a width. Every one of them measures and draws text as
+//! `arbor_protocol::text::visible` shows it: a control or bidi character the model or the
+//! workspace wrote appears as its escape (`\x1b`, `\u{202e}`), never dropped or obeyed.
 
+use std::borrow::Cow;
+
+use arbor_protocol::text::visible;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use unicode_width::UnicodeWidthChar;
 
-/// The display width of `text`.
+/// The display width of `text` as drawn.
 pub fn width(text: &str) -> usize {
-    text.chars().map(|c| c.width().unwrap_or(0)).sum()
+    visible(text).chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
 /// `text` cut to `max` columns, with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {
+    let text = &*visible(text);
     if width(text) <= max {
         return text.to_string();
     }
@@ -43,8 +49,14 @@ pub fn pad(text: &str, cols: usize) -> String {
 }
 
 /// Wraps one line of text at `cols` columns, at spaces where it can; tabs become spaces and
-/// other control characters are dropped. Always at least one (possibly empty) line.
+/// other control characters their escapes. Always at least one (possibly empty) line.
 pub fn wrap(text: &str, cols: usize) -> Vec<String> {
+    let spaced = if text.contains('\t') {
+        Cow::Owned(text.replace('\t', " "))
+    } else {
+        Cow::Borrowed(text)
+    };
+    let text = visible(&spaced);
     let cols = cols.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
@@ -52,10 +64,6 @@ pub fn wrap(text: &str, cols: usize) -> Vec<String> {
     // Where the last space in `line` is, by bytes and columns after it.
     let mut last_space: Option<usize> = None;
     for c in text.chars() {
-        let c = if c == '\t' { ' ' } else { c };
-        if c.is_control() {
-            continue;
-        }
         let w = c.width().unwrap_or(0);
         if used + w > cols {
             match last_space {
@@ -89,7 +97,7 @@ pub fn put(buf: &mut Buffer, area: Rect, x: u16, y: u16, text: &str, style: Styl
         return x;
     }
     let max = usize::from(area.right() - x);
-    let (end, _) = buf.set_stringn(x, y, text, max, style);
+    let (end, _) = buf.set_stringn(x, y, visible(text), max, style);
     end
 }
 
@@ -104,5 +112,17 @@ mod tests {
         assert_eq!(wrap("", 5), [""]);
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(pad("ab", 4), "ab  ");
+    }
+
+    #[test]
+    fn controls_are_drawn_as_their_escapes() {
+        assert_eq!(wrap("a\tb\x1b[2Jc", 80), ["a b\\x1b[2Jc"]);
+        assert_eq!(width("\u{202e}ab"), 10);
+        assert_eq!(truncate("\rabcdef", 5), "\\rab…");
+        let area = Rect::new(0, 0, 20, 1);
+        let mut buf = Buffer::empty(area);
+        put(&mut buf, area, 0, 0, "x\rgit status", Style::default());
+        let row: String = (0..20).map(|x| buf[(x, 0)].symbol().to_string()).collect();
+        assert_eq!(row, "x\\rgit status       ");
     }
 }
