@@ -67,8 +67,9 @@ pub fn messaging_tools() -> Vec<ToolSpec> {
         spec(
             "wait_agent",
             "Wait for agents (default: your open children). mode `any` returns when you hold mail from a target; \
-             `all` when no target has a running or queued turn. Never consumes mail. \
-             timeout_ms: default 30000, minimum 1000, maximum 3600000.",
+             `all` when no target has a running or queued turn. A target waiting for an approval is still working: \
+             the wait goes on, and the result's `awaiting_approval` lists such targets when it returns. \
+             Never consumes mail. timeout_ms: default 30000, minimum 1000, maximum 3600000.",
             object(
                 json!({
                     "targets": {"type": "array", "items": {"type": "string"}},
