@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_model::{
-    DEFAULT_BASE_URL, HttpProviderConfig, ModelClient, ProviderKind, ScriptedModel,
-    api_key_from_env, build_provider,
+    DEFAULT_BASE_URL, HttpProviderConfig, ModelClient, ProviderKind, api_key_from_env,
+    build_provider,
 };
 use arbor_orchestrator::{Orchestrator, RunConfig};
 use arbor_protocol::{AgentStatus, SandboxMode};
@@ -280,8 +280,7 @@ pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelC
                     "--provider script needs --script FILE (see docs/scripted-model.md)",
                 ));
             };
-            let model =
-                ScriptedModel::load(path).map_err(|err| CliError::usage(err.to_string()))?;
+            let model = crate::script::load(path, file)?;
             // Nothing reads the recorded requests here; keeping them costs memory that grows
             // with the square of a long run's history.
             model.set_recording(false);

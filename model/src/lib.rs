@@ -23,5 +23,5 @@ pub use http::{
     ProviderKind, api_key_from_env, build_provider,
 };
 pub use retry::RetryPolicy;
-pub use scripted::ScriptedModel;
+pub use scripted::{ScriptedModel, ToolCatalog};
 pub use stream::{DecodedStream, decode_stream};

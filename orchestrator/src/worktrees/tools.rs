@@ -139,7 +139,7 @@ pub fn specs() -> [ToolSpec; 2] {
                 .to_string(),
             parameters: json!({
                 "type": "object",
-                "properties": {"target": target, "path": {"type": "string"}},
+                "properties": {"target": target, "path": {"type": "string", "description": "Limit the diff to this file or directory (relative to the child's cwd)."}},
                 "required": ["target"],
                 "additionalProperties": false,
             }),
@@ -158,7 +158,7 @@ pub fn specs() -> [ToolSpec; 2] {
                 "type": "object",
                 "properties": {
                     "target": target,
-                    "strategy": {"type": "string", "enum": ["merge", "ours", "theirs", "union"]},
+                    "strategy": {"type": "string", "enum": ["merge", "ours", "theirs", "union"], "description": "Who wins conflicting hunks (see above); default `merge`: nobody, a conflict writes nothing."},
                 },
                 "required": ["target"],
                 "additionalProperties": false,
