@@ -386,6 +386,67 @@ mod tests {
         }
     }
 
+    /// The keys serde reads for `T`: its error for an unknown key lists them.
+    fn keys_of<T: serde::de::DeserializeOwned + std::fmt::Debug>() -> Vec<String> {
+        let error = toml::from_str::<T>("arbor_no_such_key = 1").expect_err("unknown key");
+        let text = error.to_string();
+        let (_, expected) = text.split_once("expected").expect("the known keys");
+        let mut keys: Vec<String> = expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// The keys of the table rows (`| \`key\` |`) of the section headed `## {title}`.
+    fn documented(doc: &str, title: &str) -> Vec<String> {
+        let heading = format!("\n## {title}\n");
+        let (_, section) = doc
+            .split_once(&heading)
+            .unwrap_or_else(|| panic!("docs/config.md has no section {title}"));
+        let section = section.split("\n## ").next().unwrap_or_default();
+        let mut keys: Vec<String> = section
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split_once('`').map(|(key, _)| key.to_string()))
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn the_configuration_reference_names_every_key_and_no_other() {
+        let doc = include_str!("../../docs/config.md");
+        let mut role_fields: Vec<String> = arbor_roles::ROLE_FIELDS
+            .iter()
+            .map(|field| field.to_string())
+            .collect();
+        role_fields.sort();
+        let sections = [
+            ("Top-level keys", keys_of::<FileConfig>()),
+            ("`[roles.NAME]`", keys_of::<RoleSettings>()),
+            ("`[models.NAME]`", keys_of::<ModelSettings>()),
+            ("`[shell_environment]`", keys_of::<ShellEnvironmentConfig>()),
+            ("`[[trusted_workspace]]`", keys_of::<TrustedWorkspace>()),
+            ("`[mcp_servers.NAME]`", keys_of::<arbor_mcp::RawServer>()),
+            ("Role files", role_fields),
+        ];
+        for (title, keys) in sections {
+            assert!(
+                keys.len() > 1 || title.contains("trusted"),
+                "{title}: {keys:?}"
+            );
+            assert_eq!(
+                documented(doc, title),
+                keys,
+                "docs/config.md, {title}: the rows differ from the keys arbor reads"
+            );
+        }
+    }
+
     fn tempfile_dir() -> PathBuf {
         let dir =
             std::env::temp_dir().join(format!("arbor-config-{}", arbor_protocol::ThreadId::new()));
