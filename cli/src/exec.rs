@@ -60,13 +60,16 @@ impl Console {
         // Before anything runs: a Ctrl-C right after the first event must interrupt the tree,
         // not kill the process.
         let signals = Signals::listen();
-        let prompting = start_prompter(orch);
+        let approvals = crate::output::Approvals {
+            prompting: start_prompter(orch),
+            wait: orch.approval_wait(),
+        };
         let (stop_printer, printer) = spawn_printer(
             mode,
             orch.subscribe(),
             orch.log().clone(),
             sandbox_notices(orch),
-            prompting && mode == Mode::Human,
+            approvals,
         );
         Self {
             stop_printer,

@@ -18,6 +18,7 @@ mod outside;
 mod prompt;
 mod read;
 mod restate;
+mod screen;
 mod script;
 mod session;
 mod summary;

@@ -37,7 +37,7 @@ mod turn;
 mod worktrees;
 
 pub use crate::approval::{
-    ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
+    ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer, action_diff,
 };
 pub use crate::compaction::{COMPACTION_PROMPT, CompactReport, SUMMARY_HEADER};
 pub use crate::config::RunConfig;

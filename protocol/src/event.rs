@@ -72,6 +72,9 @@ pub enum Event {
         id: String,
         path: AgentPath,
         action: Value,
+        /// Why the requester says it needs the action, when it said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        justification: Option<String>,
     },
     #[serde(rename = "approval.decided")]
     ApprovalDecided {

@@ -1,4 +1,5 @@
-//! Bounding model-visible text: long text keeps its head and tail with a marker between.
+//! Human and model-visible text: long text keeps its head and tail with a marker between;
+//! counts agree with their noun.
 
 /// How the summary that starts a compacted history window begins (a user message).
 pub const COMPACTION_SUMMARY_HEADER: &str =
@@ -7,6 +8,11 @@ pub const COMPACTION_SUMMARY_HEADER: &str =
 /// Whether a message's text is the summary that starts a compacted history window.
 pub fn is_compaction_summary(content: &str) -> bool {
     content.starts_with(COMPACTION_SUMMARY_HEADER)
+}
+
+/// `1 agent`, `2 agents`, `0 agents`: a count with the word that agrees with it.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Cuts `text` to at most about `max_bytes`, keeping the beginning and the end and putting

@@ -30,6 +30,6 @@ pub use human::restore;
 pub use mcp::gate_mcp;
 pub use need::{FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, record_key};
 pub use patch::gate_patch;
-pub use prompt::{ApprovalPrompt, TerminalAnswer};
+pub use prompt::{ApprovalPrompt, TerminalAnswer, action_diff};
 pub use session_answer::approve_for_session;
 pub use watch::answered;
