@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::merge::{merge_worktree, worktree_of};
+use super::worktree::AgentWorktree;
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
 use crate::ctx::Ctx;
@@ -109,6 +110,14 @@ pub async fn merge_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
             now.status
         ));
     }
+    gate(
+        ctx,
+        caller,
+        &target,
+        &wt,
+        args.strategy.as_deref().unwrap_or("merge"),
+    )
+    .await?;
     let merged = merge_worktree(ctx, &target, strategy).await?;
     let conflicts: Vec<_> = merged
         .report
@@ -124,6 +133,46 @@ pub async fn merge_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
         "commit": merged.commit,
     })
     .to_string())
+}
+
+/// The approval gate of a merge (`approval/merge.rs`): the files it would write and its diff,
+/// from git.
+async fn gate(
+    ctx: &Arc<Ctx>,
+    caller: &Arc<Agent>,
+    target: &Agent,
+    wt: &Arc<AgentWorktree>,
+    strategy: &str,
+) -> Result<(), String> {
+    wt.ready().await?;
+    let job = Arc::clone(wt);
+    let (tree, paths, diff) = tokio::task::spawn_blocking(move || {
+        let git = Git::system().map_err(|err| err.to_string())?;
+        let from = job.merged_from();
+        let (tree, paths) = arbor_worktree::changed_paths(&git, &job.dir, &from, &job.prefix)
+            .map_err(|err| err.to_string())?;
+        let diff = arbor_worktree::diff(
+            &git,
+            &job.dir,
+            &from,
+            &job.prefix,
+            None,
+            TOOL_OUTPUT_MAX_BYTES - HEADER_ROOM,
+        )
+        .map_err(|err| err.to_string())?;
+        Ok::<_, String>((tree, paths, diff))
+    })
+    .await
+    .map_err(|err| format!("merge_agent failed to run: {err}"))??;
+    let planned = crate::approval::PlannedMerge {
+        child: target.path(),
+        into: &wt.source,
+        paths: &paths,
+        tree: &tree,
+        diff: &diff,
+        strategy,
+    };
+    crate::approval::gate_merge(ctx, caller, &planned).await
 }
 
 /// The specs of the two tools.
