@@ -74,7 +74,7 @@ impl Summary {
                 name,
                 arguments,
             } => {
-                let text = tool_text(name, arguments);
+                let text = arbor_protocol::text::call_brief(name, arguments);
                 let activity = self.activity.entry(path.clone()).or_insert(Activity {
                     doing: Doing::Thinking,
                     since: now,
@@ -214,33 +214,6 @@ fn seconds(elapsed: Duration) -> String {
         format!("{secs}s")
     } else {
         format!("{}m{:02}s", secs / 60, secs % 60)
-    }
-}
-
-/// A tool call in a few words: the command of `exec_command`, the files of `apply_patch`, the
-/// target of the tree tools.
-fn tool_text(name: &str, arguments: &serde_json::Value) -> String {
-    let text = |key: &str| arguments[key].as_str().map(|s| s.replace('\n', " "));
-    let detail = match name {
-        "exec_command" => text("cmd"),
-        "apply_patch" => text("patch").map(|patch| {
-            let files: Vec<&str> = patch
-                .lines()
-                .filter_map(|line| {
-                    ["*** Add File: ", "*** Update File: ", "*** Delete File: "]
-                        .iter()
-                        .find_map(|head| line.strip_prefix(head))
-                })
-                .collect();
-            files.join(", ")
-        }),
-        "spawn_agent" => text("task_name"),
-        "wait_agent" => text("mode"),
-        _ => text("target").or_else(|| text("path_prefix")),
-    };
-    match detail.filter(|d| !d.trim().is_empty()) {
-        Some(detail) => format!("{name}: {}", truncate_middle(detail.trim(), 200)),
-        None => name.to_string(),
     }
 }
 

@@ -8,6 +8,7 @@
 //! [`App`], [`Session`], [`view::draw_buffer`].
 
 pub mod act;
+pub mod activity;
 pub mod app;
 pub mod session;
 mod term;

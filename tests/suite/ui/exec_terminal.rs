@@ -140,11 +140,10 @@ fn the_live_area_says_what_each_working_agent_does_now() {
         ws.project().display()
     );
     let tmux = Tmux::start(ws.dir.path(), 160, 40, &command);
-    let screen = tmux.wait_for("/root/builder  exec_command: until [ -e");
-    assert!(
-        screen.contains("/root  waiting for other agents ("),
-        "{screen}"
-    );
+    let screen = tmux.wait_until("the root waiting and the builder's command", |screen| {
+        screen.contains("/root/builder  exec_command: until [ -e")
+            && screen.contains("/root  waiting for other agents (")
+    });
     assert!(
         bottom(&screen).starts_with("2 agents · 2 running · 0 queued"),
         "{screen}"

@@ -3,6 +3,7 @@
 //! binary in tmux against a live and a stopped session; and `arbor exec` on a terminal in
 //! tmux (its live area and its approval prompt).
 
+mod diff_preview;
 mod exec_terminal;
 mod keys;
 mod live;

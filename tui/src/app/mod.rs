@@ -36,9 +36,18 @@ pub enum Focus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     Help,
-    Approvals { selected: usize },
+    Approvals {
+        selected: usize,
+    },
+    /// The whole diff of the queue's `selected` request, from line `scroll`.
+    Diff {
+        selected: usize,
+        scroll: usize,
+    },
     Confirm(Confirm),
-    Find { query: String },
+    Find {
+        query: String,
+    },
 }
 
 /// An action that asks first.

@@ -300,7 +300,8 @@ fn plain(value: &Value) -> String {
     }
 }
 
-/// An approval's action as readable lines: the command first, then its other fields.
+/// An approval's action as readable lines: the command first, then the diff of a patch or a
+/// merge (`diff:` and its lines, indented), then its other fields.
 pub fn action_lines(action: &Value) -> Vec<String> {
     let Value::Object(map) = action else {
         return vec![action.to_string()];
@@ -309,18 +310,21 @@ pub fn action_lines(action: &Value) -> Vec<String> {
     if let Some(command) = map.get("command") {
         out.push(format!("command: {}", plain(command)));
     }
+    if let Some(diff) = arbor_orchestrator::action_diff(action) {
+        out.push(DIFF_HEADING.to_string());
+        out.extend(diff.lines().map(|l| format!("  {l}")));
+    }
     for (key, value) in map {
-        if key == "command" || key == "patch" {
+        if matches!(key.as_str(), "command" | "patch" | "diff") {
             continue;
         }
         out.push(format!("{key}: {}", plain(value)));
     }
-    if let Some(Value::String(patch)) = map.get("patch") {
-        out.push("patch:".to_string());
-        out.extend(patch.lines().map(|l| format!("  {l}")));
-    }
     out
 }
+
+/// The line before a diff's lines in [`action_lines`].
+pub const DIFF_HEADING: &str = "diff:";
 
 #[cfg(test)]
 mod tests {

@@ -98,6 +98,9 @@ pub fn draw_buffer(app: &mut App, buf: &mut Buffer, area: Rect) -> Option<Positi
         Some(Overlay::Help) => overlay::help(buf, body, theme),
         Some(Overlay::Confirm(confirm)) => overlay::confirm(buf, body, &confirm, theme),
         Some(Overlay::Approvals { selected }) => overlay::approvals(app, buf, body, selected),
+        Some(Overlay::Diff { selected, scroll }) => {
+            overlay::diff(app, buf, body, selected, scroll);
+        }
         Some(Overlay::Find { query }) => {
             clear_line(buf, composer);
             let x = put(

@@ -1,6 +1,7 @@
-//! Text helpers for drawing: display width, word wrapping, truncation, and writing a styled
-//! run into the buffer without going past a width.
+//! Text helpers for drawing: display width, word wrapping, truncation, a time of day, and
+//! writing a styled run into the buffer without going past a width.
 
+use arbor_protocol::Timestamp;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -105,4 +106,15 @@ mod tests {
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(pad("ab", 4), "ab  ");
     }
+}
+
+/// `HH:MM:SS` of a time, UTC.
+pub fn clock(at: Timestamp) -> String {
+    let secs = at.as_millis().div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
 }
