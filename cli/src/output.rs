@@ -296,7 +296,10 @@ fn human(event: &Event) -> Option<String> {
             merged,
             conflicts,
         } => match conflicts.is_empty() {
-            true => format!("{path}: merged {} file(s) into {into}", merged.len()),
+            true => format!(
+                "{path}: merged {} into {into}",
+                arbor_protocol::text::count(merged.len(), "file", "files")
+            ),
             false => format!(
                 "{path}: not merged into {into}, conflicts in {}",
                 short(&conflicts.join(", "))

@@ -263,10 +263,14 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             serde_json::from_value(s["status"].clone()).unwrap_or(AgentStatus::NotFound);
         out(writeln!(
             stdout,
-            "{}  {}  {} agents  {}  {}  {}",
+            "{}  {}  {}  {}  {}  {}",
             s["id"].as_str().unwrap_or(""),
             s["created_at"].as_str().unwrap_or(""),
-            s["agents"],
+            arbor_protocol::text::count(
+                usize::try_from(s["agents"].as_u64().unwrap_or(0)).unwrap_or(usize::MAX),
+                "agent",
+                "agents"
+            ),
             status.name(),
             crate::gc::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
             arbor_protocol::text::truncate_middle(&prompt.replace('\n', " "), 80)

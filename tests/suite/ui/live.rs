@@ -52,7 +52,7 @@ fn the_ui_follows_up_and_answers_an_approval_in_a_session_another_process_drives
 
     let tmux = Tmux::start(ws.dir.path(), 120, 36, &ui_command(&ws, &session));
     tmux.wait_for("awaiting approval");
-    tmux.wait_for("approval request(s) pending");
+    tmux.wait_for("1 approval request pending");
     // Select /root/worker_b by finding it, write to it, send a follow-up.
     tmux.keys(&["/"]);
     tmux.type_text("worker_b");

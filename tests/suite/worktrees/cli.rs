@@ -160,7 +160,7 @@ fn diff_merge_resume_close_and_doctor_on_a_stopped_session() {
         c.display()
     );
     assert!(
-        report.contains(&orphan) && report.contains("1 file(s) unmerged"),
+        report.contains(&orphan) && report.contains("1 file unmerged"),
         "{report}"
     );
 

@@ -274,7 +274,10 @@ fn draw_hint(app: &App, buf: &mut Buffer, area: Rect) {
         .as_ref()
         .map_or(0, |s| s.figures.totals.pending_approvals);
     let text = if pending > 0 {
-        format!("{pending} approval request(s) pending: A answers · ? help · q quit")
+        format!(
+            "{} pending: A answers · ? help · q quit",
+            arbor_protocol::text::count(pending, "approval request", "approval requests")
+        )
     } else if app.focus == Focus::Composer {
         "Enter follow-up · Ctrl-O queue-only mail · Esc back · ? after Esc for help".to_string()
     } else {
