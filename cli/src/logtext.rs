@@ -7,6 +7,15 @@ fn short(text: &str) -> String {
     truncate_middle(text, 2000)
 }
 
+/// A tool's JSON arguments or result as its fields on one line (`a: 1 · b: two`); other text
+/// as it is.
+fn readable(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value @ serde_json::Value::Object(_)) => arbor_protocol::text::inline(&value),
+        _ => text.to_string(),
+    }
+}
+
 /// One line describing a rollout item.
 pub fn describe(item: &RolloutItem) -> String {
     match item {
@@ -28,9 +37,9 @@ pub fn describe(item: &RolloutItem) -> String {
                 call_id,
                 name,
                 arguments,
-            } => format!("call {name} [{call_id}] {}", short(arguments)),
+            } => format!("call {name} [{call_id}] {}", short(&readable(arguments))),
             ResponseItem::FunctionCallOutput { call_id, output } => {
-                format!("output [{call_id}] {}", short(output))
+                format!("output [{call_id}] {}", short(&readable(output)))
             }
             ResponseItem::Reasoning { summary, .. } => {
                 format!("reasoning: {}", short(&summary.join(" ")))

@@ -241,7 +241,10 @@ fn human(event: &Event) -> Option<String> {
             name,
             arguments,
             ..
-        } => format!("{path} → {name} {}", short(&arguments.to_string())),
+        } => format!(
+            "{path} → {}",
+            arbor_protocol::text::call_brief(name, arguments)
+        ),
         Event::ToolResult { .. } => return None,
         Event::MailSent {
             kind,

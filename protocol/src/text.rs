@@ -1,5 +1,5 @@
 //! Human and model-visible text: long text keeps its head and tail with a marker between;
-//! counts agree with their noun; a tool call in a few words.
+//! counts agree with their noun; a tool call in a few words; JSON as lines of fields.
 
 /// How the summary that starts a compacted history window begins (a user message).
 pub const COMPACTION_SUMMARY_HEADER: &str =
@@ -40,6 +40,57 @@ pub fn call_brief(name: &str, arguments: &serde_json::Value) -> String {
     match detail.filter(|d| !d.trim().is_empty()) {
         Some(detail) => format!("{name}: {}", truncate_middle(detail.trim(), 200)),
         None => name.to_string(),
+    }
+}
+
+/// A JSON value as a person reads it, one line each: `key: value` per field of an object
+/// (strings as they are, multi-line ones indented under `key:`, lists of plain values joined
+/// with `, `, lists of objects one `- a: 1 · b: 2` line per item, objects nested and
+/// indented); anything else as its JSON.
+pub fn json_lines(value: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    let Value::Object(map) = value else {
+        return vec![inline(value)];
+    };
+    let mut out = Vec::new();
+    for (key, value) in map {
+        match value {
+            Value::String(text) if text.contains('\n') => {
+                out.push(format!("{key}:"));
+                out.extend(text.lines().map(|line| format!("  {line}")));
+            }
+            Value::Array(items) if items.iter().any(|item| item.is_object()) => {
+                out.push(format!("{key}:"));
+                out.extend(items.iter().map(|item| format!("  - {}", inline(item))));
+            }
+            Value::Object(fields) if !fields.is_empty() => {
+                out.push(format!("{key}:"));
+                out.extend(
+                    json_lines(value)
+                        .into_iter()
+                        .map(|line| format!("  {line}")),
+                );
+            }
+            other => out.push(format!("{key}: {}", inline(other))),
+        }
+    }
+    out
+}
+
+/// A JSON value on one line, as a person reads it: a string as it is, a list joined with
+/// `, `, an object's fields `a: 1 · b: 2`.
+pub fn inline(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => text.replace('\n', " "),
+        Value::Array(items) if items.is_empty() => "none".to_string(),
+        Value::Array(items) => items.iter().map(inline).collect::<Vec<_>>().join(", "),
+        Value::Object(map) => map
+            .iter()
+            .map(|(key, value)| format!("{key}: {}", inline(value)))
+            .collect::<Vec<_>>()
+            .join(" · "),
+        other => other.to_string(),
     }
 }
 
@@ -96,6 +147,34 @@ mod tests {
             "close_agent: /root/x"
         );
         assert_eq!(brief("list_agents", serde_json::json!({})), "list_agents");
+    }
+
+    #[test]
+    fn json_reads_as_lines_of_fields() {
+        let value = serde_json::json!({
+            "task_name": "/root/a", "nickname": null,
+            "agents": [{"agent_name": "/root", "unread": 0}],
+            "paths": ["a", "b"], "none": [], "text": "one\ntwo",
+            "worktree": {"path": "/w", "branch": "b"},
+        });
+        assert_eq!(
+            json_lines(&value),
+            [
+                "agents:",
+                "  - agent_name: /root · unread: 0",
+                "nickname: null",
+                "none: none",
+                "paths: a, b",
+                "task_name: /root/a",
+                "text:",
+                "  one",
+                "  two",
+                "worktree:",
+                "  branch: b",
+                "  path: /w",
+            ]
+        );
+        assert_eq!(json_lines(&serde_json::json!("plain")), ["plain"]);
     }
 
     #[test]

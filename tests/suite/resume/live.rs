@@ -169,8 +169,8 @@ fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() 
     let out = ws.run(&["interrupt", &session, "/root/w"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
-        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
-        json!({"previous_status": "running"})
+        text(&out.stdout),
+        "interrupted /root/w: its turn (running) is stopped; it stays available\n"
     );
     // The driver applies it: w's turn ends as interrupted, and the tree finishes.
     driver.until(|e| {
@@ -183,13 +183,24 @@ fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() 
         json!({"interrupted": "interrupted"})
     );
     // Stopped session: interrupt changes nothing, close closes the edge.
-    let idle = ws.run(&["interrupt", &session, "/root/v"]);
+    let idle = ws.run(&["interrupt", &session, "/root/v", "--json"]);
     assert_eq!(
         serde_json::from_slice::<Value>(&idle.stdout).expect("json"),
         json!({"previous_status": {"completed": "v done"}})
     );
+    let idle = ws.run(&["interrupt", &session, "/root/v"]);
+    assert!(
+        text(&idle.stdout).starts_with("/root/v had no turn to interrupt (it is completed"),
+        "{}",
+        text(&idle.stdout)
+    );
     let closed = ws.run(&["close", &session, "/root/v"]);
     assert!(closed.status.success(), "{}", text(&closed.stderr));
+    assert!(
+        text(&closed.stdout).starts_with("closed /root/v (it was completed"),
+        "{}",
+        text(&closed.stdout)
+    );
     let list = agents(&ws, &session);
     assert_eq!(agent(&list, "/root/v")["edge"], "closed");
     assert_eq!(agent(&list, "/root/v")["status"], "closed");

@@ -237,23 +237,10 @@ fn response(item: &ResponseItem) -> (Kind, String, Vec<String>) {
 }
 
 /// A call's arguments: one `key: value` line per field of a JSON object (strings as they are,
-/// so a command or a patch reads naturally), else the text as written.
+/// so a command or a patch reads naturally; `json_lines`), else the text as written.
 fn argument_lines(arguments: &str) -> Vec<String> {
     match serde_json::from_str::<Value>(arguments) {
-        Ok(Value::Object(map)) => {
-            let mut out = Vec::new();
-            for (key, value) in map {
-                match value {
-                    Value::String(text) if text.contains('\n') => {
-                        out.push(format!("{key}:"));
-                        out.extend(text.lines().map(|l| format!("  {l}")));
-                    }
-                    Value::String(text) => out.push(format!("{key}: {text}")),
-                    other => out.push(format!("{key}: {other}")),
-                }
-            }
-            out
-        }
+        Ok(value @ Value::Object(_)) => arbor_protocol::text::json_lines(&value),
         _ => lines(arguments),
     }
 }
@@ -264,7 +251,8 @@ fn output_lines(output: &str) -> Vec<String> {
         return lines(output);
     };
     if !map.contains_key("exit_code") {
-        return lines(output);
+        // Another tool's JSON result reads as its fields.
+        return arbor_protocol::text::json_lines(&Value::Object(map));
     }
     let mut head = format!("exit {}", map["exit_code"]);
     for key in ["signal", "error"] {
