@@ -350,7 +350,31 @@ fn lines_of(home: &Path, view: &SessionView, row: &AgentRow) -> Result<Vec<Rollo
                 && line.item.in_rollout()
         }));
     }
+    worktree_facts(view, row.record.id(), &mut lines)?;
     Ok(lines)
+}
+
+/// A worktree agent's worktree facts (made, merged, removed) are lines of the session log, not
+/// of its rollout: they join its other lines in log order, so its log ends with what became of
+/// its work, not with what its last turn's summary said of it then.
+fn worktree_facts(
+    view: &SessionView,
+    id: ThreadId,
+    lines: &mut Vec<RolloutLine>,
+) -> Result<(), CliError> {
+    if !view.state.worktrees.contains_key(&id) || lines.iter().any(|line| line.seq.is_none()) {
+        return Ok(());
+    }
+    let read = arbor_rollout::log::read_log(&view.log_path, 0)
+        .map_err(|err| CliError::failed(err.to_string()))?;
+    lines.extend(
+        read.lines.into_iter().map(|(line, _)| line).filter(|line| {
+            line.thread == Some(id) && matches!(line.item, RolloutItem::Worktree(_))
+        }),
+    );
+    lines.sort_by_key(|line| line.seq);
+    lines.dedup_by_key(|line| line.seq);
+    Ok(())
 }
 
 pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
