@@ -164,3 +164,52 @@ fn the_live_area_says_what_each_working_agent_does_now() {
         "{screen}"
     );
 }
+
+#[test]
+fn after_ctrl_c_the_summary_and_the_store_say_nothing_runs() {
+    let ws = Workspace::new();
+    let script = write_script(
+        &ws,
+        "slow.json",
+        &json!({"agents": [
+            {"match": "/root", "responses": [
+                [{"call": "spawn_agent", "args": {"task_name": "w", "agent_type": "worker", "message": "slow"}}],
+                [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+                [{"say": "done"}]]},
+            {"match": "/root/w", "responses": [
+                [{"call": "exec_command", "args": {"cmd": "sleep 600", "timeout_ms": 600000}}],
+                [{"say": "w done"}]]}
+        ]}),
+    );
+    let command = format!(
+        "{} --home {} exec --script {} --cwd {} go; echo EXIT=$?",
+        env!("CARGO_BIN_EXE_arbor"),
+        ws.home().display(),
+        script.display(),
+        ws.project().display()
+    );
+    let tmux = Tmux::start(ws.dir.path(), 160, 30, &command);
+    let screen = tmux.wait_for("/root/w  exec_command: sleep 600");
+    let session = screen
+        .lines()
+        .find_map(|line| line.strip_prefix("session: "))
+        .expect("the session line")
+        .trim()
+        .to_string();
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=130"), "{screen}");
+    let counts = screen
+        .lines()
+        .find(|line| line.starts_with("2 agents · "))
+        .expect("the last counts");
+    assert!(counts.starts_with("2 agents · 0 running"), "{screen}");
+    let list = agents(&ws, &session);
+    for path in ["/root", "/root/w"] {
+        assert_eq!(
+            agent(&list, path)["status"],
+            json!({"interrupted": "user_interrupt"}),
+            "{path}: {list:?}"
+        );
+    }
+}

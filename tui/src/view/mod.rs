@@ -245,6 +245,7 @@ fn state_text(state: &SentState) -> String {
         SentState::Sending => "sending…".to_string(),
         SentState::Durable => "durable".to_string(),
         SentState::Delivered => "delivered".to_string(),
+        SentState::Running => "turn running".to_string(),
         SentState::Done(text) => text.clone(),
         SentState::Failed(err) => format!("failed: {err}"),
     }

@@ -705,3 +705,49 @@ fn a_wait_goes_on_while_a_target_waits_for_an_approval_and_its_reply_names_it() 
         ]
     );
 }
+
+#[test]
+fn a_wait_cut_short_with_its_turn_leaves_the_status_the_end_gave() {
+    let mut s = Sim::new(config());
+    s.spawn("/root/a", false);
+    s.feed(Input::Prompt {
+        agent: s.id("/root"),
+        items: Vec::new(),
+    });
+    s.feed(Input::Started {
+        agent: s.id("/root"),
+    });
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.start("/root/a");
+    s.feed(Input::Wait {
+        ticket: 9,
+        caller: s.id("/root"),
+        targets: None,
+        mode: WaitMode::All,
+    });
+    // Ctrl-C: the root's turn ends first (its wait call is cancelled), then its child's.
+    let interrupted = AgentStatus::Interrupted("user_interrupt".into());
+    s.feed(Input::TurnEnded {
+        agent: s.id("/root"),
+        end: TurnEnd {
+            status: interrupted.clone(),
+            completed: None,
+            result: None,
+            started: true,
+        },
+    });
+    let out = s.feed(Input::TurnEnded {
+        agent: s.id("/root/a"),
+        end: TurnEnd {
+            status: interrupted.clone(),
+            completed: None,
+            result: None,
+            started: true,
+        },
+    });
+    assert!(
+        !out.contains(&"status /root running".to_string()),
+        "a stale wait set the root running again: {out:?}"
+    );
+    assert_eq!(s.status("/root"), interrupted);
+}

@@ -296,13 +296,12 @@ pub enum Effect {
 /// A request answered when its condition holds.
 #[derive(Debug)]
 pub enum Waiter {
-    /// `wait_agent`; the caller's status before the wait.
+    /// `wait_agent`.
     Agents {
         ticket: Ticket,
         caller: ThreadId,
         targets: Vec<ThreadId>,
         mode: WaitMode,
-        previous: AgentStatus,
         /// Where the last check of a wait for all found a busy target: the next check looks
         /// there first, so a wait over a thousand children costs one lookup while that one
         /// stays busy.

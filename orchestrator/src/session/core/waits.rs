@@ -6,7 +6,7 @@
 use arbor_protocol::{AgentPath, AgentStatus, ThreadId};
 
 use super::types::{
-    AgentSnapshot, Answer, Effect, Home, Scope, Ticket, WaitDone, WaitMode, WaitReply, Waiter,
+    AgentSnapshot, Answer, Effect, Home, Scope, Ticket, Turn, WaitDone, WaitMode, WaitReply, Waiter,
 };
 use super::{Core, Entry};
 
@@ -22,7 +22,6 @@ impl Core {
         let Some(entry) = self.agents.get(&caller) else {
             return;
         };
-        let previous = entry.status.clone();
         let targets = targets.unwrap_or_else(|| {
             entry
                 .children
@@ -41,7 +40,6 @@ impl Core {
             caller,
             targets,
             mode,
-            previous,
             busy_at: 0,
         });
     }
@@ -152,11 +150,14 @@ impl Core {
                 ticket,
                 caller,
                 targets,
-                previous,
                 ..
             } => {
-                let status = self.agents.get(&caller).map(|entry| entry.status.clone());
-                if previous == AgentStatus::Running || status == Some(AgentStatus::Waiting) {
+                // Back to running only while the wait's turn runs: a wait whose turn ended (cut
+                // short, its call cancelled) leaves the status the end gave.
+                let waiting = self.agents.get(&caller).is_some_and(|entry| {
+                    entry.status == AgentStatus::Waiting && entry.turn == Turn::Running
+                });
+                if waiting {
                     self.set_status(caller, AgentStatus::Running);
                 }
                 let awaiting_approval = self.awaiting_approval(&targets);
