@@ -55,7 +55,7 @@ pub fn describe(item: &RolloutItem) -> String {
         RolloutItem::MailConsumed(c) => format!(
             "mail read {} from {}: {}",
             c.mail.kind.as_str(),
-            c.mail.author,
+            c.mail.sender(),
             short(&c.mail.content)
         ),
         RolloutItem::AgentClosed(c) => format!("closed {} (was {})", c.target, c.previous_status),

@@ -250,8 +250,17 @@ fn human(event: &Event) -> Option<String> {
             kind,
             author,
             recipient,
+            from_user,
             ..
-        } => format!("mail {} {author} → {recipient}", kind.as_str()),
+        } => format!(
+            "mail {} {} → {recipient}",
+            kind.as_str(),
+            if *from_user {
+                "from the user"
+            } else {
+                author.as_str()
+            }
+        ),
         Event::AgentEvicted { path } => format!("evicted {path}"),
         Event::AgentRevived { path } => format!("revived {path}"),
         Event::ApprovalRequested {

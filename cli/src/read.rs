@@ -432,7 +432,7 @@ pub fn print_mail<M: std::borrow::Borrow<arbor_protocol::Mail> + serde::Serializ
             "{}  {}  {} → {}{}\n{}\n",
             m.id,
             m.kind.as_str(),
-            m.author,
+            m.sender(),
             m.recipient,
             if m.trigger_turn { "  (wakes)" } else { "" },
             m.content

@@ -55,6 +55,9 @@ pub enum Event {
         author: AgentPath,
         recipient: AgentPath,
         trigger_turn: bool,
+        /// The user sent it (from the root's place): `arbor send`, `followup`, the UI.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        from_user: bool,
     },
     #[serde(rename = "mail.delivered")]
     MailDelivered { id: MailId, recipient: AgentPath },

@@ -121,7 +121,7 @@ pub fn entry_of(line: &RolloutLine) -> Option<Entry> {
             format!(
                 "{} from {}",
                 consumed.mail.kind.as_str(),
-                consumed.mail.author
+                consumed.mail.sender()
             ),
             lines(&consumed.mail.content),
         ),

@@ -73,7 +73,7 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         let text = format!(
             "queued {} from {}: {}",
             mail.kind.as_str(),
-            mail.author,
+            mail.sender(),
             mail.content.replace('\n', " ")
         );
         put(
