@@ -94,6 +94,17 @@ pub fn put(buf: &mut Buffer, area: Rect, x: u16, y: u16, text: &str, style: Styl
     end
 }
 
+/// `HH:MM:SS` of a time, UTC.
+pub fn clock(at: Timestamp) -> String {
+    let secs = at.as_millis().div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,15 +117,4 @@ mod tests {
         assert_eq!(truncate("abcdef", 4), "abc…");
         assert_eq!(pad("ab", 4), "ab  ");
     }
-}
-
-/// `HH:MM:SS` of a time, UTC.
-pub fn clock(at: Timestamp) -> String {
-    let secs = at.as_millis().div_euclid(1000).rem_euclid(86_400);
-    format!(
-        "{:02}:{:02}:{:02}",
-        secs / 3600,
-        (secs / 60) % 60,
-        secs % 60
-    )
 }
