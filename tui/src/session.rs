@@ -14,6 +14,9 @@ use arbor_rollout::log::read_log;
 
 use crate::activity::Activity;
 
+/// Most rollouts whose tails are read at open, for what their agents do now.
+const TAIL_READS: usize = 256;
+
 /// How often the lease is checked for who drives the session.
 const LEASE_CHECK: Duration = Duration::from_millis(500);
 
@@ -120,13 +123,15 @@ impl Session {
             activity: Activity::default(),
         };
         // What the agents whose turns run are doing: their rollouts' tails (lines before the
-        // store's position are not read otherwise).
+        // store's position are not read otherwise), for the first `TAIL_READS` of them, so
+        // opening a huge live fan-out stays quick; the others show theirs from their next line.
         let driven = session.driven();
         let running: Vec<(ThreadId, PathBuf)> = session
             .state
             .threads
             .values()
             .filter(|row| row.reported_status(driven).is_active())
+            .take(TAIL_READS)
             .map(|row| (row.record.id(), home.join(&row.record.rollout_path)))
             .collect();
         for (thread, rollout) in running {
