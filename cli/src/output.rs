@@ -63,10 +63,12 @@ pub fn spawn_printer(
     let prompting = approvals.prompting && mode == Mode::Human;
     let handle = tokio::spawn(async move {
         let mut session = None;
-        // `None`: a tick, the live summary is drawn again.
+        // The session completed: the live area's last state stays as it is.
+        let mut done = false;
+        // `None`: the end of a batch, or a tick: the live summary is drawn again.
         let mut print = |line: Option<&EventLine>| {
             let Some(line) = line else {
-                if let Some(summary) = summary.as_ref() {
+                if let Some(summary) = summary.as_ref().filter(|_| !done) {
                     crate::screen::live(summary.lines(Instant::now()));
                 }
                 return;
@@ -77,7 +79,6 @@ pub fn spawn_printer(
             if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
                 if let Some(summary) = summary.as_mut() {
                     summary.take(&line.event, Instant::now());
-                    crate::screen::live(summary.lines(Instant::now()));
                 }
                 return;
             }
@@ -109,9 +110,10 @@ pub fn spawn_printer(
                         crate::screen::line(&notice);
                     }
                 }
-                crate::screen::live(summary.lines(Instant::now()));
                 if matches!(line.event, Event::SessionCompleted { .. }) {
+                    crate::screen::live(summary.lines(Instant::now()));
                     crate::screen::finish();
+                    done = true;
                 }
                 return;
             }
@@ -153,6 +155,10 @@ pub fn spawn_printer(
             }
             for line in batch.drain(..) {
                 print(Some(&line));
+            }
+            // Once per batch: a burst of events draws the live area once.
+            if live {
+                print(None);
             }
             if stopping {
                 break;

@@ -69,7 +69,9 @@ fn cut(line: &str, width: usize) -> String {
     format!("{kept}…")
 }
 
-/// Prints `line` above the live area (held while a prompt is open).
+/// Prints `line` above the live area (held while a prompt is open). The live area is put
+/// away for it and comes back at the next [`live`] (the printer draws it after each batch of
+/// events, and every second).
 pub fn line(text: &str) {
     let mut screen = screen();
     if screen.prompting {
@@ -79,7 +81,6 @@ pub fn line(text: &str) {
     let mut err = std::io::stderr().lock();
     screen.erase(&mut err);
     let _ = writeln!(err, "{text}");
-    screen.draw(&mut err);
     let _ = err.flush();
 }
 
