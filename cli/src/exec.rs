@@ -61,7 +61,7 @@ impl Console {
         // not kill the process.
         let signals = Signals::listen();
         let approvals = crate::output::Approvals {
-            prompting: start_prompter(orch),
+            prompting: crate::prompt::start(orch),
             wait: orch.approval_wait(),
         };
         let (stop_printer, printer) = spawn_printer(
@@ -167,18 +167,6 @@ async fn drive(orch: &Orchestrator, no_wait_children: bool) {
 /// not carry the prompt (`-`).
 pub fn terminal_attached(prompt: &str) -> bool {
     prompt != "-" && std::io::stdin().is_terminal()
-}
-
-/// Starts answering approval requests at the terminal, when the session has one; says whether
-/// it did.
-pub fn start_prompter(orch: &Orchestrator) -> bool {
-    match orch.take_approval_prompts() {
-        Some(prompts) => {
-            crate::prompt::spawn(prompts);
-            true
-        }
-        None => false,
-    }
 }
 
 /// What the user is told at session start when commands run without a sandbox.

@@ -26,6 +26,18 @@ enum Typed {
     ShowDiff,
 }
 
+/// Starts answering approval requests at the terminal, when the session has one; says whether
+/// it did.
+pub fn start(orch: &arbor_orchestrator::Orchestrator) -> bool {
+    match orch.take_approval_prompts() {
+        Some(prompts) => {
+            spawn(prompts);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Answers prompts from the terminal until the queue closes.
 pub fn spawn(mut prompts: mpsc::UnboundedReceiver<ApprovalPrompt>) -> JoinHandle<()> {
     let mut lines = stdin_lines();
