@@ -16,7 +16,13 @@ pub struct QueuedMail {
 }
 
 const MAIL_COLUMNS: &str = "recipient_id, id, author, recipient, kind, trigger_turn, content, \
-                            created_at";
+                            created_at, from_user";
+
+/// Whether a mail came from the user (its author is `/root`, whose place the user speaks
+/// from).
+pub(crate) const MIGRATION: &str = r#"
+ALTER TABLE mail ADD COLUMN from_user INTEGER NOT NULL DEFAULT 0 CHECK (from_user IN (0, 1));
+"#;
 
 impl Store {
     /// The thread's unconsumed mail, in enqueue order.
@@ -60,8 +66,8 @@ pub(crate) fn insert_mail(
 ) -> OpResult<()> {
     conn.prepare_cached(
         "INSERT INTO mail (id, session_id, recipient_id, author, recipient, kind, trigger_turn,
-             content, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+             content, created_at, from_user)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (id) DO NOTHING",
     )?
     .execute(params![
@@ -74,6 +80,7 @@ pub(crate) fn insert_mail(
         mail.trigger_turn,
         mail.content,
         mail.created_at.as_millis(),
+        mail.from_user,
     ])?;
     Ok(())
 }
@@ -103,6 +110,7 @@ pub(crate) fn queued_from_row(row: &Row<'_>, at: usize) -> OpResult<QueuedMail> 
         trigger_turn: row.get(at + 5)?,
         content: text(6)?,
         created_at: Timestamp::from_millis(row.get(at + 7)?),
+        from_user: row.get(at + 8)?,
     };
     Ok(QueuedMail {
         recipient_id: parse_id(&text(0)?)?,

@@ -54,7 +54,8 @@ fn load(conn: &Connection, session: ThreadId) -> OpResult<SessionState> {
         state.load_thread(agent_from_row(row)?);
     }
     let mut stmt = conn.prepare_cached(
-        "SELECT seq, recipient_id, id, author, recipient, kind, trigger_turn, content, created_at
+        "SELECT seq, recipient_id, id, author, recipient, kind, trigger_turn, content, created_at,
+                from_user
          FROM mail WHERE session_id = ?1 AND consumed_at IS NULL ORDER BY seq",
     )?;
     let mut rows = stmt.query([&key])?;

@@ -184,6 +184,7 @@ CREATE INDEX mail_unconsumed_by_session ON mail (session_id, seq) WHERE consumed
 ALTER TABLE threads ADD COLUMN tokens_compaction INTEGER NOT NULL DEFAULT 0;
 "#,
     crate::threads::PROVIDER_MIGRATION,
+    crate::mail::MIGRATION,
 ];
 
 /// Opens the read-write connection, checks the file is an arbor store (or new), migrates it to

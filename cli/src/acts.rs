@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use arbor_orchestrator::engine::{Engine, Local};
-use arbor_protocol::MailKind;
+use arbor_protocol::{AgentStatus, MailKind};
 
 use crate::args::{EngineArgs, EngineKind, SendArgs, TargetArgs};
 use crate::error::CliError;
@@ -70,11 +70,27 @@ async fn act_with(engine: &impl Engine, args: &TargetArgs, close: bool) -> Resul
         engine.interrupt(&args.session, &args.target).await
     }
     .map_err(CliError::from)?;
-    println!("{}", serde_json::json!({ "previous_status": previous }));
+    if args.json {
+        println!("{}", serde_json::json!({ "previous_status": previous }));
+    } else {
+        println!("{}", acted(&args.target, &previous, close));
+    }
     Ok(0)
 }
 
-/// `arbor interrupt SESSION TARGET`: prints `{"previous_status": …}`.
+/// What a close or an interrupt did, in words.
+fn acted(target: &str, previous: &AgentStatus, close: bool) -> String {
+    match (close, previous.is_active()) {
+        (true, true) => format!("closed {target}: its turn ({previous}) is stopped"),
+        (true, false) => format!("closed {target} (it was {previous})"),
+        (false, true) => {
+            format!("interrupted {target}: its turn ({previous}) is stopped; it stays available")
+        }
+        (false, false) => format!("{target} had no turn to interrupt (it is {previous})"),
+    }
+}
+
+/// `arbor interrupt SESSION TARGET`: says what it did (`--json`: `{"previous_status": …}`).
 pub fn interrupt(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
     with_engine(
         home,
@@ -84,7 +100,7 @@ pub fn interrupt(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
     )
 }
 
-/// `arbor close SESSION TARGET`: prints `{"previous_status": …}`. A live local driver releases
+/// `arbor close SESSION TARGET`: says what it did (`--json`: `{"previous_status": …}`). A live local driver releases
 /// the closed agent's worktrees itself; a stopped local session's are released here.
 pub fn close(home: &Path, args: &TargetArgs) -> Result<u8, CliError> {
     with_engine(

@@ -217,7 +217,10 @@ pub struct ExecArgs {
     pub engine: EngineArgs,
 }
 
+/// `--json` is `exec`'s: the terminal UI has none, so its help does not offer it (and `ui.rs`
+/// refuses it, saying why).
 #[derive(Debug, Args)]
+#[command(mut_arg("json", |arg| arg.hide(true)))]
 pub struct UiArgs {
     /// The session to attach to (an id or a unique prefix of at least 8 characters).
     pub session: Option<String>,
@@ -265,13 +268,31 @@ pub struct FollowupArgs {
     pub engine: EngineArgs,
 }
 
+/// `compact` asks one model for one summary: it takes the options that choose the model (and
+/// the workspace whose configuration applies), not the ones that shape a run.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
     pub session: String,
     /// Agent path or thread id.
     pub target: String,
-    #[command(flatten)]
-    pub run: RunOptions,
+    /// Use the scripted model with this script.
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Model name for agents that do not name their own.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Model provider.
+    #[arg(long, value_enum)]
+    pub provider: Option<Provider>,
+    /// Base URL of an OpenAI-compatible API.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Workspace whose .arbor/config.toml applies (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print what was done as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -297,6 +318,9 @@ pub struct TargetArgs {
     pub target: String,
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// Print `{"previous_status": ...}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,18 +5,40 @@ use std::path::PathBuf;
 
 use arbor_orchestrator::{Orchestrator, OrchestratorError};
 
-use crate::args::CompactArgs;
+use clap::{Args, FromArgMatches};
+
+use crate::args::{CompactArgs, RunOptions};
 use crate::error::CliError;
 use crate::exec::{build_model, run_config, workspace_of};
+
+/// The run options of a compaction: its model options, every other one at `exec`'s default
+/// (parsed from nothing, so the defaults have one source: the flags' own).
+fn run_options(args: &CompactArgs) -> Result<RunOptions, CliError> {
+    let command = RunOptions::augment_args(clap::Command::new("compact"));
+    let matches = command
+        .try_get_matches_from(["compact"])
+        .and_then(|matches| RunOptions::from_arg_matches(&matches))
+        .map_err(|err| CliError::failed(format!("the default run options: {err}")))?;
+    Ok(RunOptions {
+        script: args.script.clone(),
+        model: args.model.clone(),
+        provider: args.provider,
+        base_url: args.base_url.clone(),
+        cwd: args.cwd.clone(),
+        json: args.json,
+        ..matches
+    })
+}
 
 pub async fn compact(home: PathBuf, args: CompactArgs) -> Result<u8, CliError> {
     let root = {
         let store = crate::read::open_store(&home)?;
         arbor_orchestrator::find_root(&store, &args.session)?
     };
-    let file = crate::config::load(&home, &workspace_of(&args.run)?)?;
-    let model = build_model(&args.run, &file)?;
-    let mut config = run_config(home, &args.run, &file, false)?;
+    let run = run_options(&args)?;
+    let file = crate::config::load(&home, &workspace_of(&run)?)?;
+    let model = build_model(&run, &file)?;
+    let mut config = run_config(home, &run, &file, false)?;
     config.root_driven = false;
     let (orch, info) = Orchestrator::resume(config, model, &root.id().to_string()).await?;
     for notice in &info.notices {
@@ -32,7 +54,7 @@ pub async fn compact(home: PathBuf, args: CompactArgs) -> Result<u8, CliError> {
         }
         Err(err) => return Err(err.into()),
     };
-    if args.run.json {
+    if args.json {
         let line = serde_json::json!({
             "path": report.path,
             "tokens_before": report.tokens_before,

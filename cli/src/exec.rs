@@ -58,13 +58,16 @@ impl Console {
         // Before anything runs: a Ctrl-C right after the first event must interrupt the tree,
         // not kill the process.
         let signals = Signals::listen();
-        let prompting = start_prompter(orch);
+        let approvals = crate::output::Approvals {
+            prompting: crate::prompt::start(orch),
+            wait: orch.approval_wait(),
+        };
         let (stop_printer, printer) = spawn_printer(
             mode,
             orch.subscribe(),
             orch.log().clone(),
             sandbox_notices(orch),
-            prompting && mode == Mode::Human,
+            approvals,
         );
         Self {
             stop_printer,
@@ -164,18 +167,6 @@ pub fn terminal_attached(prompt: &str) -> bool {
     prompt != "-" && std::io::stdin().is_terminal()
 }
 
-/// Starts answering approval requests at the terminal, when the session has one; says whether
-/// it did.
-pub fn start_prompter(orch: &Orchestrator) -> bool {
-    match orch.take_approval_prompts() {
-        Some(prompts) => {
-            crate::prompt::spawn(prompts);
-            true
-        }
-        None => false,
-    }
-}
-
 /// What the user is told at session start when commands run without a sandbox.
 pub fn sandbox_notices(orch: &Orchestrator) -> Vec<String> {
     let status = orch.sandbox_status();
@@ -253,7 +244,7 @@ pub fn build_model(run: &RunOptions, file: &FileConfig) -> Result<Arc<dyn ModelC
             "no model configured: pass --script FILE to use the scripted model, or --provider openai|chat|anthropic with --model NAME (see docs/models.md)",
         ));
     }
-    Plan::new(run, file)?.build(run)
+    Plan::new(run, file)?.build(run, file)
 }
 
 /// The run configuration the options describe.

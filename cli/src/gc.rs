@@ -56,11 +56,11 @@ pub fn gc(home: &Path, args: &GcArgs) -> Result<u8, CliError> {
     for found in &outcome.deleted {
         out(writeln!(
             stdout,
-            "{verb} {}  created {}  last active {}  {} agents  {}",
+            "{verb} {}  created {}  last active {}  {}  {}",
             found.id,
             found.created_at,
             found.last_active,
-            found.agents,
+            arbor_protocol::text::count(found.agents, "agent", "agents"),
             human_bytes(found.bytes)
         ))?;
     }

@@ -13,6 +13,15 @@ pub fn line(item: &RolloutItem) -> String {
     visible(&describe(item)).into_owned()
 }
 
+/// A tool's JSON arguments or result as its fields on one line (`a: 1 · b: two`); other text
+/// as it is.
+fn readable(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value @ serde_json::Value::Object(_)) => arbor_protocol::text::inline(&value),
+        _ => text.to_string(),
+    }
+}
+
 /// One line describing a rollout item.
 fn describe(item: &RolloutItem) -> String {
     match item {
@@ -34,9 +43,9 @@ fn describe(item: &RolloutItem) -> String {
                 call_id,
                 name,
                 arguments,
-            } => format!("call {name} [{call_id}] {}", short(arguments)),
+            } => format!("call {name} [{call_id}] {}", short(&readable(arguments))),
             ResponseItem::FunctionCallOutput { call_id, output } => {
-                format!("output [{call_id}] {}", short(output))
+                format!("output [{call_id}] {}", short(&readable(output)))
             }
             ResponseItem::Reasoning { summary, .. } => {
                 format!("reasoning: {}", short(&summary.join(" ")))
@@ -52,7 +61,7 @@ fn describe(item: &RolloutItem) -> String {
         RolloutItem::MailConsumed(c) => format!(
             "mail read {} from {}: {}",
             c.mail.kind.as_str(),
-            c.mail.author,
+            c.mail.sender(),
             short(&c.mail.content)
         ),
         RolloutItem::AgentClosed(c) => format!("closed {} (was {})", c.target, c.previous_status),

@@ -19,6 +19,8 @@ mod prompt;
 mod providers;
 mod read;
 mod restate;
+mod screen;
+mod script;
 mod session;
 mod summary;
 mod trust;

@@ -4,9 +4,10 @@
 //! its escape, so none can rewrite what the terminal shows.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use arbor_protocol::text::{truncate_middle, visible, visible_lines};
-use arbor_protocol::{Event, EventLine};
+use arbor_protocol::{AgentPath, Event, EventLine, ThreadId};
 use arbor_rollout::log::{SessionLog, Urgency};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -32,18 +33,26 @@ pub enum Mode {
     Json,
 }
 
+/// How a request for approval is answered, for the lines that announce one.
+#[derive(Debug, Clone, Copy)]
+pub struct Approvals {
+    /// The terminal shows requests itself (`prompt.rs`): their progress line is left out.
+    pub prompting: bool,
+    /// How long a request waits for an answer (`None`: without limit).
+    pub wait: Option<Duration>,
+}
+
 /// Prints events until told to stop, then prints whatever is still queued. An event is
 /// printed only once the session log is durable up to it (so nothing printed is ever lost to a
 /// crash); events are taken in batches, one wait for each. `notices` go to stderr right after
-/// the `session:` line (at once with `--json`, whose stderr has no such line). With
-/// `prompting`, the terminal shows approval requests itself, so their progress line is left
-/// out.
+/// the `session:` line (at once with `--json`, whose stderr has no such line). On a terminal
+/// the live summary is drawn again every second, so the times it shows go on.
 pub fn spawn_printer(
     mode: Mode,
     mut events: mpsc::UnboundedReceiver<EventLine>,
     log: SessionLog,
     notices: Vec<String>,
-    prompting: bool,
+    approvals: Approvals,
 ) -> (oneshot::Sender<()>, JoinHandle<()>) {
     let (stop_tx, mut stop_rx) = oneshot::channel();
     let mut notices = Some(notices);
@@ -52,34 +61,76 @@ pub fn spawn_printer(
     }
     let mut summary =
         (mode == Mode::Human && crate::summary::wanted()).then(crate::summary::Summary::default);
+    let live = summary.is_some();
+    let prompting = approvals.prompting && mode == Mode::Human;
     let handle = tokio::spawn(async move {
-        let mut print = |line: &EventLine| {
+        let mut session = None;
+        // The session completed: the live area's last state stays as it is.
+        let mut done = false;
+        // `None`: the end of a batch, or a tick: the live summary is drawn again.
+        let mut print = |line: Option<&EventLine>| {
+            let Some(line) = line else {
+                if let Some(summary) = summary.as_ref().filter(|_| !done) {
+                    crate::screen::live(summary.lines(Instant::now()));
+                }
+                return;
+            };
+            if let Event::SessionStarted { session_id } = &line.event {
+                session = Some(*session_id);
+            }
+            if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
+                if let Some(summary) = summary.as_mut() {
+                    summary.take(&line.event, Instant::now());
+                }
+                return;
+            }
+            let text = match &line.event {
+                Event::ApprovalRequested {
+                    id,
+                    path,
+                    action,
+                    justification,
+                } if mode == Mode::Human => Some(requested(
+                    session,
+                    approvals.wait,
+                    id,
+                    path,
+                    action,
+                    justification.as_deref(),
+                )),
+                _ => None,
+            };
             if let Some(summary) = summary.as_mut() {
                 // On a terminal: a live summary, and only the lines a person must see.
-                let shown = summary.take(&line.event)
-                    && !(prompting && matches!(line.event, Event::ApprovalRequested { .. }));
-                let text = if shown { human_line(&line.event) } else { None };
-                summary.print(text.as_deref());
+                if summary.take(&line.event, Instant::now())
+                    && let Some(text) = text.or_else(|| human_line(&line.event))
+                {
+                    crate::screen::line(&text);
+                }
                 if matches!(line.event, Event::SessionStarted { .. }) {
                     for notice in notices.take().into_iter().flatten() {
-                        summary.print(Some(&notice));
+                        crate::screen::line(&visible_lines(&notice, "  "));
                     }
                 }
                 if matches!(line.event, Event::SessionCompleted { .. }) {
-                    summary.finish();
+                    crate::screen::live(summary.lines(Instant::now()));
+                    crate::screen::finish();
+                    done = true;
                 }
                 return;
             }
-            if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
-                return;
+            match text {
+                Some(text) => eprintln!("{text}"),
+                None => print(mode, line),
             }
-            print(mode, line);
             if matches!(line.event, Event::SessionStarted { .. }) {
                 print_notices(notices.take());
             }
         };
         let mut batch = Vec::new();
         let mut stopping = false;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             if !stopping {
                 tokio::select! {
@@ -89,6 +140,10 @@ pub fn spawn_printer(
                         None => stopping = true,
                     },
                     _ = &mut stop_rx => stopping = true,
+                    _ = tick.tick(), if live => {
+                        print(None);
+                        continue;
+                    }
                 }
             }
             while let Ok(line) = events.try_recv() {
@@ -101,17 +156,48 @@ pub fn spawn_printer(
                 batch.retain(|line| line.lsn <= durable);
             }
             for line in batch.drain(..) {
-                print(&line);
+                print(Some(&line));
+            }
+            // Once per batch: a burst of events draws the live area once.
+            if live {
+                print(None);
             }
             if stopping {
                 break;
             }
         }
-        if let Some(summary) = summary.as_mut() {
-            summary.finish();
+        if live {
+            crate::screen::finish();
         }
     });
     (stop_tx, handle)
+}
+
+/// An approval request as the progress lines show it: the request whole (`prompt::describe`),
+/// the commands that answer it, and what happens when nobody does.
+fn requested(
+    session: Option<ThreadId>,
+    wait: Option<Duration>,
+    id: &str,
+    path: &AgentPath,
+    action: &serde_json::Value,
+    justification: Option<&str>,
+) -> String {
+    let mut text = crate::prompt::describe(id, path, action, justification);
+    let session = session.map_or_else(|| "SESSION".to_string(), |s| s.to_string());
+    let answer = format!("`arbor approve {session} {id}` or `arbor deny {session} {id}`");
+    text.push_str(&match wait {
+        Some(wait) if wait.is_zero() => format!(
+            "  nobody can answer it: with no terminal the approval wait is 0, so it is refused \
+             now (no_approver); run with --approval-wait SECONDS to answer it with {answer}"
+        ),
+        Some(wait) => format!(
+            "  answer with {answer}; unanswered after {} s, it is refused (no_approver)",
+            wait.as_secs()
+        ),
+        None => format!("  answer at the terminal, or with {answer}; it waits without limit"),
+    });
+    text
 }
 
 fn print_notices(notices: Option<Vec<String>>) {
@@ -174,22 +260,36 @@ fn human(event: &Event) -> Option<String> {
             name,
             arguments,
             ..
-        } => format!("{path} → {name} {}", short(&arguments.to_string())),
+        } => format!(
+            "{path} → {}",
+            arbor_protocol::text::call_brief(name, arguments)
+        ),
         Event::ToolResult { .. } => return None,
         Event::MailSent {
             kind,
             author,
             recipient,
+            from_user,
             ..
-        } => format!("mail {} {author} → {recipient}", kind.as_str()),
+        } => format!(
+            "mail {} {} → {recipient}",
+            kind.as_str(),
+            if *from_user {
+                "from the user"
+            } else {
+                author.as_str()
+            }
+        ),
         Event::AgentEvicted { path } => format!("evicted {path}"),
         Event::AgentRevived { path } => format!("revived {path}"),
-        Event::ApprovalRequested { id, path, action } => {
-            format!(
-                "approval {id} requested by {path}: {}",
-                short(&action.to_string())
-            )
-        }
+        Event::ApprovalRequested {
+            id,
+            path,
+            action,
+            justification,
+        } => crate::prompt::describe(id, path, action, justification.as_deref())
+            .trim_end()
+            .to_string(),
         Event::ApprovalDecided {
             id,
             outcome,
@@ -240,7 +340,10 @@ fn human(event: &Event) -> Option<String> {
             merged,
             conflicts,
         } => match conflicts.is_empty() {
-            true => format!("{path}: merged {} file(s) into {into}", merged.len()),
+            true => format!(
+                "{path}: merged {} into {into}",
+                arbor_protocol::text::count(merged.len(), "file", "files")
+            ),
             false => format!(
                 "{path}: not merged into {into}, conflicts in {}",
                 short(&conflicts.join(", "))

@@ -9,7 +9,6 @@
 //! providers had names; `--base-url` applies to the default whichever it is.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -203,7 +202,11 @@ impl Plan {
     /// Reads the keys and builds every provider behind one router. The default provider,
     /// the fallbacks and the providers of `[roles]` must be usable (their keys set); any
     /// other provider without its key fails only the requests and spawns that name it.
-    pub fn build(self, run: &RunOptions) -> Result<Arc<dyn ModelClient>, CliError> {
+    pub fn build(
+        self,
+        run: &RunOptions,
+        file: &FileConfig,
+    ) -> Result<Arc<dyn ModelClient>, CliError> {
         let mut router = Router::new(&self.default);
         match self.providers.get(&self.default) {
             Some(Planned::Script) if run.script.is_none() => {
@@ -226,9 +229,25 @@ impl Plan {
             }
             _ => {}
         }
+        // The script is checked against the tools arbor offers before anything runs.
+        let scripted = match &run.script {
+            Some(path)
+                if self
+                    .providers
+                    .values()
+                    .any(|p| matches!(p, Planned::Script)) =>
+            {
+                let model = crate::script::load(path, file)?;
+                // Nothing reads the recorded requests here; keeping them costs memory that
+                // grows with the square of a long run's history.
+                model.set_recording(false);
+                Some(Arc::new(model))
+            }
+            _ => None,
+        };
         for (name, planned) in self.providers {
             let (kind, client) = match planned {
-                Planned::Script => (None, script(run.script.clone())),
+                Planned::Script => (None, script(scripted.clone())),
                 Planned::Http { kind, mut config } => {
                     let client = key(kind, &config).and_then(|key| {
                         config.api_key = key;
@@ -280,15 +299,11 @@ fn catalog_error(router: &Router, name: &str) -> Option<String> {
     )
 }
 
-/// The scripted model of `--script`.
-fn script(path: Option<PathBuf>) -> Result<Arc<dyn ModelClient>, ModelError> {
-    let path = path
+/// The scripted model of `--script`, loaded and checked.
+fn script(model: Option<Arc<ScriptedModel>>) -> Result<Arc<dyn ModelClient>, ModelError> {
+    let model = model
         .ok_or_else(|| ModelError::Config("the scripted model needs --script FILE".to_string()))?;
-    let model = ScriptedModel::load(&path)?;
-    // Nothing reads the recorded requests here; keeping them costs memory that grows with
-    // the square of a long run's history.
-    model.set_recording(false);
-    Ok(Arc::new(model))
+    Ok(model)
 }
 
 /// The key of a provider: required for the kinds that need one, optional for a chat server.

@@ -265,10 +265,14 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             serde_json::from_value(s["status"].clone()).unwrap_or(AgentStatus::NotFound);
         out(writeln!(
             stdout,
-            "{}  {}  {} agents  {}  {}  {}",
+            "{}  {}  {}  {}  {}  {}",
             s["id"].as_str().unwrap_or(""),
             s["created_at"].as_str().unwrap_or(""),
-            s["agents"],
+            arbor_protocol::text::count(
+                usize::try_from(s["agents"].as_u64().unwrap_or(0)).unwrap_or(usize::MAX),
+                "agent",
+                "agents"
+            ),
             status.name(),
             crate::gc::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
             text::visible(&text::truncate_middle(&prompt.replace('\n', " "), 80))
@@ -348,7 +352,31 @@ fn lines_of(home: &Path, view: &SessionView, row: &AgentRow) -> Result<Vec<Rollo
                 && line.item.in_rollout()
         }));
     }
+    worktree_facts(view, row.record.id(), &mut lines)?;
     Ok(lines)
+}
+
+/// A worktree agent's worktree facts (made, merged, removed) are lines of the session log, not
+/// of its rollout: they join its other lines in log order, so its log ends with what became of
+/// its work, not with what its last turn's summary said of it then.
+fn worktree_facts(
+    view: &SessionView,
+    id: ThreadId,
+    lines: &mut Vec<RolloutLine>,
+) -> Result<(), CliError> {
+    if !view.state.worktrees.contains_key(&id) || lines.iter().any(|line| line.seq.is_none()) {
+        return Ok(());
+    }
+    let read = arbor_rollout::log::read_log(&view.log_path, 0)
+        .map_err(|err| CliError::failed(err.to_string()))?;
+    lines.extend(
+        read.lines.into_iter().map(|(line, _)| line).filter(|line| {
+            line.thread == Some(id) && matches!(line.item, RolloutItem::Worktree(_))
+        }),
+    );
+    lines.sort_by_key(|line| line.seq);
+    lines.dedup_by_key(|line| line.seq);
+    Ok(())
 }
 
 pub fn log(home: &Path, args: &LogArgs) -> Result<(), CliError> {
@@ -406,7 +434,7 @@ pub fn print_mail<M: std::borrow::Borrow<arbor_protocol::Mail> + serde::Serializ
             "{}  {}  {} → {}{}\n{}\n",
             m.id,
             m.kind.as_str(),
-            m.author,
+            m.sender(),
             m.recipient,
             if m.trigger_turn { "  (wakes)" } else { "" },
             text::visible_lines(&m.content, "")

@@ -92,7 +92,11 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
         eprintln!("notice: {notice}");
     }
     let Some(prompt) = prompt else {
-        eprintln!("session: {} ({} agents)", orch.session_id(), info.agents);
+        eprintln!(
+            "session: {} ({})",
+            orch.session_id(),
+            arbor_protocol::text::count(info.agents, "agent", "agents")
+        );
         orch.shutdown("shutdown").await;
         let tree = crate::args::TreeArgs {
             session: orch.session_id().to_string(),

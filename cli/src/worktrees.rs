@@ -73,9 +73,9 @@ pub fn merge(home: &Path, args: &MergeArgs) -> Result<u8, CliError> {
             eprintln!("{}: nothing to merge into {into}", merged.path);
         } else {
             eprintln!(
-                "{}: merged {} file(s) into {into} (branch {}, commit {})",
+                "{}: merged {} into {into} (branch {}, commit {})",
                 merged.path,
-                report.merged.len(),
+                arbor_protocol::text::count(report.merged.len(), "file", "files"),
                 merged.branch,
                 short(&merged.commit)
             );
@@ -86,9 +86,9 @@ pub fn merge(home: &Path, args: &MergeArgs) -> Result<u8, CliError> {
         return Ok(code);
     }
     eprintln!(
-        "{}: not merged, {into} is unchanged; conflicts in {} file(s) (the work is on branch {})",
+        "{}: not merged, {into} is unchanged; conflicts in {} (the work is on branch {})",
         merged.path,
-        report.conflicts.len(),
+        arbor_protocol::text::count(report.conflicts.len(), "file", "files"),
         merged.branch
     );
     for conflict in &report.conflicts {
@@ -183,7 +183,14 @@ pub fn orphan_lines(home: &Path) -> Vec<String> {
                 .map_or(String::new(), |b| format!(", branch {b}"));
             let unmerged = match orphan.unmerged {
                 Some(0) => ", nothing unmerged".to_string(),
-                Some(n) => format!(", {n} file(s) unmerged"),
+                Some(n) => format!(
+                    ", {} unmerged",
+                    arbor_protocol::text::count(
+                        usize::try_from(n).unwrap_or(usize::MAX),
+                        "file",
+                        "files"
+                    )
+                ),
                 None => String::new(),
             };
             format!(

@@ -29,5 +29,5 @@ pub use http::{
 pub use kind::ProviderKind;
 pub use retry::RetryPolicy;
 pub use router::{Catalog, Fallbacks, ModelRef, Router};
-pub use scripted::ScriptedModel;
+pub use scripted::{ScriptedModel, ToolCatalog};
 pub use stream::{DecodedStream, decode_stream};

@@ -1,9 +1,12 @@
-//! The scripted model: a deterministic provider driven by a JSON script (see `cli.md`).
+//! The scripted model: a deterministic provider driven by a JSON script (see
+//! `docs/scripted-model.md`).
 //!
-//! The whole script is validated when it is loaded. Each agent path gets its own cursor over the
+//! The whole script is validated when it is loaded (its calls too, against the tools the
+//! caller names, with [`ScriptedModel::load_checked`]). Each agent path gets its own cursor over the
 //! responses of the first entry that fits it; cursors and the record of requests live as long as
 //! the `ScriptedModel` value.
 
+mod calls;
 mod script;
 mod tally;
 mod template;
@@ -18,6 +21,7 @@ use arbor_protocol::{AgentPath, ResponseItem, Usage};
 use crate::{
     BoxFuture, ModelClient, ModelError, ModelEvent, ModelEvents, ModelRequest, ModelResponse,
 };
+pub use calls::ToolCatalog;
 use script::{Item, Script};
 use template::Context;
 
@@ -46,19 +50,37 @@ struct State {
 impl ScriptedModel {
     /// Parses and validates a script.
     pub fn from_json(text: &str) -> Result<Self, ModelError> {
-        Self::parse(text, None)
+        Self::parse(text, None, None)
+    }
+
+    /// [`Self::from_json`], with every call checked against `tools`.
+    pub fn from_json_checked(text: &str, tools: &ToolCatalog<'_>) -> Result<Self, ModelError> {
+        Self::parse(text, None, Some(tools))
     }
 
     /// Reads, parses and validates the script at `path`; errors name the file.
     pub fn load(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ModelError::ScriptRead {
-            file: path.to_path_buf(),
-            reason: error.to_string(),
-        })?;
-        Self::parse(&text, Some(path))
+        Self::parse(&Self::read(path)?, Some(path), None)
     }
 
-    fn parse(text: &str, file: Option<&Path>) -> Result<Self, ModelError> {
+    /// [`Self::load`], with every call checked against `tools`: an unknown tool or argument
+    /// name is an error naming its JSON path.
+    pub fn load_checked(path: &Path, tools: &ToolCatalog<'_>) -> Result<Self, ModelError> {
+        Self::parse(&Self::read(path)?, Some(path), Some(tools))
+    }
+
+    fn read(path: &Path) -> Result<String, ModelError> {
+        std::fs::read_to_string(path).map_err(|error| ModelError::ScriptRead {
+            file: path.to_path_buf(),
+            reason: error.to_string(),
+        })
+    }
+
+    fn parse(
+        text: &str,
+        file: Option<&Path>,
+        tools: Option<&ToolCatalog<'_>>,
+    ) -> Result<Self, ModelError> {
         let file = file.map(Path::to_path_buf);
         let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
             let (line, column) = (error.line(), error.column());
@@ -74,11 +96,16 @@ impl ScriptedModel {
                 reason,
             }
         })?;
-        let script = Script::from_value(&value).map_err(|invalid| ModelError::ScriptInvalid {
-            file,
-            at: invalid.at,
-            reason: invalid.reason,
-        })?;
+        let script = Script::from_value(&value)
+            .and_then(|script| match tools {
+                Some(tools) => calls::check(&value, tools).map(|()| script),
+                None => Ok(script),
+            })
+            .map_err(|invalid| ModelError::ScriptInvalid {
+                file,
+                at: invalid.at,
+                reason: invalid.reason,
+            })?;
         Ok(Self {
             script,
             state: Mutex::default(),

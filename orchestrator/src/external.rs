@@ -69,12 +69,7 @@ pub fn send_external(
     let view = SessionView::open(home, session)?;
     let target = resolve(&view, target)?;
     mail::check_recipient(kind, target.record.path()).map_err(OrchestratorError::Refused)?;
-    let mail = Mail::new(
-        AgentPath::root(),
-        target.record.path().clone(),
-        kind,
-        content.to_string(),
-    );
+    let mail = Mail::from_user(target.record.path().clone(), kind, content.to_string());
     let line = RolloutItem::UserMail(Box::new(UserMail {
         recipient_id: target.record.id(),
         mail: mail.clone(),

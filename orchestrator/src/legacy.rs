@@ -105,12 +105,14 @@ fn journal_items(
         let id = |key: &str| entry[key].as_str().and_then(|t| ThreadId::parse(t).ok());
         match entry["type"].as_str() {
             Some("mail") => {
-                let (Some(recipient), Ok(mail)) = (
+                let (Some(recipient), Ok(mut mail)) = (
                     id("recipient_id"),
                     serde_json::from_value::<Mail>(entry["mail"].clone()),
                 ) else {
                     continue;
                 };
+                // The journals of earlier versions held the user's mail only.
+                mail.from_user = true;
                 let at = mail.created_at;
                 items.push((
                     at,

@@ -37,7 +37,7 @@ mod turn;
 mod worktrees;
 
 pub use crate::approval::{
-    ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer,
+    ApprovalPrompt, FORBIDDEN_SENTENCE, GUARDIAN_CANNOT_ASK_SENTENCE, TerminalAnswer, action_diff,
 };
 pub use crate::compaction::{COMPACTION_PROMPT, CompactReport, SUMMARY_HEADER};
 pub use crate::config::RunConfig;
@@ -52,6 +52,9 @@ pub use crate::import::import_session;
 pub use crate::lease::Lease;
 pub use crate::open::{SessionView, find_root};
 pub use crate::resume::ResumeInfo;
+/// Every built-in tool as the model sees it: what scripts are checked against, and what
+/// `docs/tools.md` is generated from.
+pub use crate::tools::specs::builtin as tool_specs;
 /// Worktrees seen from other processes (`arbor diff`, `merge`, `tree`, `close`) and orphan
 /// worktrees (`arbor doctor`, `arbor gc`).
 pub use crate::worktrees::{orphans, outside};

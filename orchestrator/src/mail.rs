@@ -77,6 +77,7 @@ pub fn announce(ctx: &Ctx, mail: &Mail) {
         author: mail.author.clone(),
         recipient: mail.recipient.clone(),
         trigger_turn: mail.trigger_turn,
+        from_user: mail.from_user,
     });
 }
 
@@ -91,12 +92,7 @@ pub fn send_from_user(
 ) -> Result<Mail, OrchestratorError> {
     check_content(content).map_err(OrchestratorError::Refused)?;
     check_recipient(kind, recipient.path()).map_err(OrchestratorError::Refused)?;
-    let mail = Mail::new(
-        AgentPath::root(),
-        recipient.path().clone(),
-        kind,
-        content.to_string(),
-    );
+    let mail = Mail::from_user(recipient.path().clone(), kind, content.to_string());
     let line = RolloutItem::UserMail(Box::new(UserMail {
         recipient_id: recipient.id(),
         mail: mail.clone(),

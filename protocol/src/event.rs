@@ -55,6 +55,9 @@ pub enum Event {
         author: AgentPath,
         recipient: AgentPath,
         trigger_turn: bool,
+        /// The user sent it (from the root's place): `arbor send`, `followup`, the UI.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        from_user: bool,
     },
     #[serde(rename = "mail.delivered")]
     MailDelivered { id: MailId, recipient: AgentPath },
@@ -72,6 +75,9 @@ pub enum Event {
         id: String,
         path: AgentPath,
         action: Value,
+        /// Why the requester says it needs the action, when it said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        justification: Option<String>,
     },
     #[serde(rename = "approval.decided")]
     ApprovalDecided {

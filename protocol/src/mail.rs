@@ -69,6 +69,11 @@ pub struct Mail {
     pub trigger_turn: bool,
     pub content: String,
     pub created_at: Timestamp,
+    /// Sent by the user from outside the tree (`arbor send`, `arbor followup`, the UI). Its
+    /// author is `/root`, whose place the user speaks from (and what the recipient's model
+    /// reads); people are shown it as the user's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_user: bool,
 }
 
 impl Mail {
@@ -82,6 +87,24 @@ impl Mail {
             trigger_turn: kind.default_trigger(),
             content,
             created_at: Timestamp::now(),
+            from_user: false,
+        }
+    }
+
+    /// A new mail from the user to `recipient`, sent from the root's place.
+    pub fn from_user(recipient: AgentPath, kind: MailKind, content: String) -> Self {
+        Self {
+            from_user: true,
+            ..Self::new(AgentPath::root(), recipient, kind, content)
+        }
+    }
+
+    /// Who sent it, as people read it: `the user`, or the author's path.
+    pub fn sender(&self) -> &str {
+        if self.from_user {
+            "the user"
+        } else {
+            self.author.as_str()
         }
     }
 

@@ -277,6 +277,7 @@ impl Tree {
             author: mail.author.clone(),
             recipient: mail.recipient.clone(),
             trigger_turn: mail.trigger_turn,
+            from_user: mail.from_user,
         }));
         effects.push(Effect::Deliver(
             mail.recipient.clone(),

@@ -344,6 +344,49 @@ fn bad_input_gets_exit_code_2_and_a_clear_message() {
 }
 
 #[test]
+fn a_misspelt_tool_or_argument_is_refused_before_the_run() {
+    let ws = Workspace::new();
+    let script = ws.dir.path().join("typo.json");
+    let refused = |script_text: &str| {
+        std::fs::write(&script, script_text).expect("write");
+        let out = ws.exec(&script, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let stderr = refused(
+        r#"{"agents": [{"match": "/root", "responses": [
+            [{"call": "spawn_agent", "args": {"task_name": "a", "message": "m"}}],
+            [{"call": "wait_agnet", "args": {"mode": "all"}}],
+            [{"say": "done"}]]}]}"#,
+    );
+    assert!(
+        stderr.contains("$.agents[0].responses[1][0].call: unknown tool \"wait_agnet\""),
+        "{stderr}"
+    );
+    let stderr = refused(
+        r#"{"agents": [{"match": "/root", "responses": [
+            {"items": [{"call": "spawn_agent", "args": {"name": "a", "message": "m"}}]}]}]}"#,
+    );
+    assert!(
+        stderr.contains(
+            "$.agents[0].responses[0].items[0].args.name: unknown argument \"name\" of spawn_agent"
+        ),
+        "{stderr}"
+    );
+    // An MCP tool of a server the configuration does not name is a misspelling too.
+    let stderr = refused(
+        r#"{"agents": [{"match": "/root", "responses": [[{"call": "mcp__fs__read_file"}]]}]}"#,
+    );
+    assert!(
+        stderr.contains("unknown tool \"mcp__fs__read_file\""),
+        "{stderr}"
+    );
+    // Nothing ran: no session was started.
+    let sessions = ws.home().join("sessions");
+    assert!(!sessions.exists(), "{}", sessions.display());
+}
+
+#[test]
 fn a_failing_root_turn_exits_1_and_a_childs_failure_does_not() {
     let ws = Workspace::new();
     let script = ws.dir.path().join("s.json");

@@ -7,6 +7,7 @@ mod architecture_modules;
 mod cli;
 mod compaction;
 mod config;
+mod docs;
 mod durability;
 mod engine_seam;
 mod gc;

@@ -8,6 +8,7 @@
 //! [`App`], [`Session`], [`view::draw_buffer`].
 
 pub mod act;
+pub mod activity;
 pub mod app;
 pub mod session;
 mod term;
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use act::{Answer, Launcher, Report, Request, Worker};
 pub use app::{App, Focus, Overlay};
 pub use session::{Driver, Session};
-pub use term::TICK;
+pub use term::{TICK, terminal_width};
 pub use theme::Theme;
 
 /// Why `arbor ui` could not run, with its exit code (2: usage or input).

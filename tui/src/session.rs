@@ -12,6 +12,11 @@ use arbor_orchestrator::{Lease, SessionView};
 use arbor_protocol::{AgentStatus, RolloutItem, RolloutLine, ThreadId, Usage};
 use arbor_rollout::log::read_log;
 
+use crate::activity::Activity;
+
+/// Most rollouts whose tails are read at open, for what their agents do now.
+const TAIL_READS: usize = 256;
+
 /// How often the lease is checked for who drives the session.
 const LEASE_CHECK: Duration = Duration::from_millis(500);
 
@@ -82,6 +87,8 @@ pub struct Session {
     driven_here: bool,
     /// Reads stop here (the log is durable up to it) when this process drives the session.
     pub readable: Option<u64>,
+    /// What each agent is doing now, from the lines read since the session was opened.
+    pub activity: Activity,
 }
 
 impl Session {
@@ -113,7 +120,23 @@ impl Session {
             last_lease_check: Some(Instant::now()),
             driven_here: false,
             readable: None,
+            activity: Activity::default(),
         };
+        // What the agents whose turns run are doing: their rollouts' tails (lines before the
+        // store's position are not read otherwise), for the first `TAIL_READS` of them, so
+        // opening a huge live fan-out stays quick; the others show theirs from their next line.
+        let driven = session.driven();
+        let running: Vec<(ThreadId, PathBuf)> = session
+            .state
+            .threads
+            .values()
+            .filter(|row| row.reported_status(driven).is_active())
+            .take(TAIL_READS)
+            .map(|row| (row.record.id(), home.join(&row.record.rollout_path)))
+            .collect();
+        for (thread, rollout) in running {
+            session.activity.read_tail(thread, &rollout);
+        }
         // The lines the view applied beyond the store are indexed too: read them again, only
         // for their places (the state already holds them).
         if session.offset > session.stored {
@@ -129,10 +152,12 @@ impl Session {
         let read = read_log(log_path, 0).map_err(|err| err.to_string())?;
         let mut state = SessionState::default();
         let mut index: HashMap<ThreadId, Vec<LineAt>> = HashMap::new();
+        let mut activity = Activity::default();
         let mut start = 0;
         for (line, end) in &read.lines {
             state.apply(line, *end);
             if let (Some(seq), Some(thread)) = (line.seq, line.thread) {
+                activity.apply(thread, line);
                 index.entry(thread).or_default().push(LineAt {
                     seq,
                     start,
@@ -161,6 +186,7 @@ impl Session {
             last_lease_check: None,
             driven_here: matches!(driver, Driver::Here),
             readable: None,
+            activity,
         };
         session.recompute();
         Ok(session)
@@ -245,6 +271,7 @@ impl Session {
                 self.queued_at.remove(&thread);
             }
         }
+        self.activity.apply(thread, line);
         let at = LineAt { seq, start, end };
         self.index.entry(thread).or_default().push(at);
         Some(at)

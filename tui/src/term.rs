@@ -18,6 +18,15 @@ use crate::app::App;
 /// How often the log is looked at for new lines.
 pub const TICK: Duration = Duration::from_millis(25);
 
+/// The width of the terminal arbor runs in, if it runs in one (for what `arbor exec` keeps
+/// redrawn on it, which must not wrap).
+pub fn terminal_width() -> Option<u16> {
+    ratatui::crossterm::terminal::size()
+        .ok()
+        .map(|(width, _)| width)
+        .filter(|width| *width > 0)
+}
+
 /// Puts the terminal back as it was.
 fn restore() {
     let _ = disable_raw_mode();

@@ -95,6 +95,17 @@ fn count_changed(
     to: &str,
     prefix: &str,
 ) -> Result<u64, WorktreeError> {
+    Ok(changed(git, top, from, to, prefix)?.len() as u64)
+}
+
+/// The files that differ between two trees, under `prefix`, relative to the top.
+fn changed(
+    git: &Git,
+    top: &Path,
+    from: &str,
+    to: &str,
+    prefix: &str,
+) -> Result<Vec<String>, WorktreeError> {
     let mut args = vec![
         "diff-tree",
         "-r",
@@ -106,7 +117,36 @@ fn count_changed(
     ];
     push_pathspec(&mut args, prefix);
     let out = git.run_env(top, &args, &[literal()])?;
-    Ok(out.split(|b| *b == 0).filter(|r| !r.is_empty()).count() as u64)
+    Ok(out
+        .split(|b| *b == 0)
+        .filter(|r| !r.is_empty())
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect())
+}
+
+/// The files the worktree at `dir` changed since `from` (a commit), under `prefix` and relative
+/// to it (the paths a merge of it writes), with the tree it holds now.
+pub fn changed_paths(
+    git: &Git,
+    dir: &Path,
+    from: &str,
+    prefix: &str,
+) -> Result<(String, Vec<String>), WorktreeError> {
+    let repo = Repo::discover(git, dir)?
+        .ok_or_else(|| WorktreeError::NotARepository(dir.to_path_buf()))?;
+    let tree = snapshot(git, &repo)?;
+    let under = prefix.trim_end_matches('/');
+    let paths = changed(git, &repo.toplevel, from, &tree, prefix)?
+        .into_iter()
+        .map(|path| match under {
+            "" => path,
+            under => path
+                .strip_prefix(under)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .map_or(path.clone(), str::to_string),
+        })
+        .collect();
+    Ok((tree, paths))
 }
 
 fn push_pathspec<'a>(args: &mut Vec<&'a str>, spec: &'a str) {

@@ -32,7 +32,7 @@ mod vet;
 
 use std::path::PathBuf;
 
-pub use changes::{WorkStatus, diff, status};
+pub use changes::{WorkStatus, changed_paths, diff, status};
 pub use commit::commit_work;
 pub use create::{Created, NewWorktree, branch_exists, create, is_populated, populate};
 pub use git::{Author, Git, MIN_VERSION, Version};

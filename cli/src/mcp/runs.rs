@@ -90,6 +90,8 @@ pub struct Progress {
     pub exit_code: Option<i32>,
     /// Its stderr, once it has exited (errors name the problem there).
     pub stderr: String,
+    /// The root's last status (`agent.status` of `/root`), for saying how the session ended.
+    pub root_status: Option<arbor_protocol::AgentStatus>,
 }
 
 /// One tree run by this server.
@@ -296,6 +298,20 @@ impl Runs {
     }
 }
 
+/// The last progress line: how the root's last turn ended (the session "completed" only when
+/// it completed).
+fn ended(root: Option<&arbor_protocol::AgentStatus>) -> String {
+    use arbor_protocol::AgentStatus;
+    match root {
+        Some(AgentStatus::Completed(_)) | None => "session completed".to_string(),
+        Some(AgentStatus::Errored(reason)) => format!("session ended: the root errored: {reason}"),
+        Some(AgentStatus::Interrupted(reason)) => {
+            format!("session ended: the root was interrupted: {reason}")
+        }
+        Some(other) => format!("session ended: the root is {other}"),
+    }
+}
+
 /// Adds one event to the progress: a short line, and the final message when it says one.
 fn note(progress: &mut Progress, event: &Value) {
     let kind = event["type"].as_str().unwrap_or_default();
@@ -326,13 +342,53 @@ fn note(progress: &mut Progress, event: &Value) {
             "{path}: turn aborted: {}",
             event["reason"].as_str().unwrap_or_default()
         )),
+        "agent.status" => {
+            if path == "/root" {
+                progress.root_status = serde_json::from_value(event["status"].clone()).ok();
+            }
+            None
+        }
         "session.completed" => {
             if let Some(text) = event["final_message"].as_str() {
                 progress.final_message = Some(text.to_string());
             }
-            Some("session completed".to_string())
+            Some(ended(progress.root_status.as_ref()))
         }
         _ => None,
     };
     progress.lines.extend(line);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Progress, note};
+
+    #[test]
+    fn the_progress_says_how_the_session_ended() {
+        let mut progress = Progress::default();
+        note(
+            &mut progress,
+            &json!({"type": "agent.status", "path": "/root", "status": {"errored": "script exhausted for /root"}}),
+        );
+        note(
+            &mut progress,
+            &json!({"type": "session.completed", "final_message": null}),
+        );
+        assert_eq!(
+            progress.lines,
+            ["session ended: the root errored: script exhausted for /root"]
+        );
+        let mut progress = Progress::default();
+        note(
+            &mut progress,
+            &json!({"type": "agent.status", "path": "/root", "status": {"completed": "ok"}}),
+        );
+        note(
+            &mut progress,
+            &json!({"type": "session.completed", "final_message": "ok"}),
+        );
+        assert_eq!(progress.lines, ["session completed"]);
+    }
 }

@@ -96,7 +96,7 @@ fn building_needs_the_keys_of_the_providers_the_config_relies_on() {
     let run = options(&["--provider", "chat", "--model", "m"]);
     let error = Plan::new(&run, &file)
         .expect("plan")
-        .build(&run)
+        .build(&run, &file)
         .map(|_| ())
         .expect_err("no key for a fallback");
     assert_eq!(
@@ -110,7 +110,7 @@ fn building_needs_the_keys_of_the_providers_the_config_relies_on() {
     );
     let model = Plan::new(&run, &file)
         .expect("plan")
-        .build(&run)
+        .build(&run, &file)
         .expect("built");
     assert!(
         model

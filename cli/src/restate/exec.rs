@@ -34,9 +34,9 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
     let script =
         match &run.script {
             Some(path) => {
-                // Checked here, so a bad script is a usage error before anything starts.
-                arbor_model::ScriptedModel::load(path)
-                    .map_err(|err| CliError::usage(err.to_string()))?;
+                // Checked here, so a bad script is a usage error before anything starts. This
+                // engine runs no MCP server: no `mcp__` name passes.
+                crate::script::load(path, &crate::config::FileConfig::default())?;
                 Some(std::fs::read_to_string(path).map_err(|err| {
                     CliError::usage(format!("cannot read {}: {err}", path.display()))
                 })?)

@@ -116,7 +116,8 @@ pub async fn export(home: &Path, args: &ExportArgs) -> Result<u8, CliError> {
         .await
         .map_err(|err| CliError::failed(err.to_string()))??;
     eprintln!(
-        "exported session {session} ({agents} agents) to {}; continue it with `arbor resume {session}`",
+        "exported session {session} ({}) to {}; continue it with `arbor resume {session}`",
+        arbor_protocol::text::count(agents, "agent", "agents"),
         home.display()
     );
     println!("{session}");

@@ -114,7 +114,10 @@ pub async fn resume(args: &ResumeArgs) -> Result<u8, CliError> {
     let url = args.engine.url();
     let Some(prompt) = prompt else {
         let rows = super::read::rows(&url, &session).await?;
-        eprintln!("session: {session} ({} agents)", rows.len());
+        eprintln!(
+            "session: {session} ({})",
+            arbor_protocol::text::count(rows.len(), "agent", "agents")
+        );
         let text = super::read::draw(&session, &rows, false, TreeFormat::Text)?;
         let mut stdout = std::io::stdout().lock();
         out(write!(stdout, "{text}"))?;

@@ -369,7 +369,7 @@ fn reject_unknown(object: &Map<String, Value>, at: &str, known: &[&str]) -> Chec
 }
 
 /// `"a"`, `"a" or "b"`, `"a", "b" or "c"`.
-fn one_of(names: &[&str]) -> String {
+pub(crate) fn one_of(names: &[&str]) -> String {
     let quoted: Vec<String> = names.iter().map(|name| quote(name)).collect();
     match quoted.split_last() {
         None => String::new(),
@@ -379,12 +379,12 @@ fn one_of(names: &[&str]) -> String {
 }
 
 /// A JSON string literal for `text`.
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     Value::String(text.to_string()).to_string()
 }
 
 /// `at.name`, or `at["name"]` when the name is not a plain identifier.
-fn field(at: &str, name: &str) -> String {
+pub(crate) fn field(at: &str, name: &str) -> String {
     let plain = name
         .chars()
         .next()
@@ -397,7 +397,7 @@ fn field(at: &str, name: &str) -> String {
     }
 }
 
-fn index(at: &str, i: usize) -> String {
+pub(crate) fn index(at: &str, i: usize) -> String {
     format!("{at}[{i}]")
 }
 

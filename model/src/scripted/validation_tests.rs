@@ -362,3 +362,54 @@ fn loading_names_the_file() {
     assert!(ScriptedModel::load(&file).is_ok());
     std::fs::remove_dir_all(&dir).expect("cleanup");
 }
+
+#[test]
+fn calls_are_checked_against_the_tools_with_the_path_of_the_mistake() {
+    let spec = |name: &str, args: Value| arbor_protocol::ToolSpec {
+        name: name.to_string(),
+        description: String::new(),
+        parameters: json!({"type": "object", "properties": args}),
+    };
+    let specs = [
+        spec("spawn_agent", json!({"task_name": {}, "message": {}})),
+        spec("list_agents", json!({})),
+    ];
+    let mcp = |name: &str| name.starts_with("mcp__fs__");
+    let tools = super::ToolCatalog {
+        specs: &specs,
+        other: &mcp,
+    };
+    let refused = |script: &str| {
+        ScriptedModel::from_json_checked(script, &tools)
+            .expect_err("refused")
+            .to_string()
+    };
+    assert_eq!(
+        refused(&with_response(
+            r#"{"items": [{"say": "x"}, {"call": "spawn_agnet", "args": {}}]}"#
+        )),
+        "script: $.agents[0].responses[0].items[1].call: unknown tool \"spawn_agnet\"; expected \
+         \"spawn_agent\" or \"list_agents\", or mcp__<server>__<tool> of a configured MCP server"
+    );
+    assert_eq!(
+        refused(&with_item(
+            r#"{"call": "spawn_agent", "args": {"task_name": "a", "task": "b"}}"#
+        )),
+        "script: $.agents[0].responses[0][0].args.task: unknown argument \"task\" of \
+         spawn_agent; expected \"message\" or \"task_name\""
+    );
+    assert_eq!(
+        refused(&with_item(
+            r#"{"call": "list_agents", "args": {"all": true}}"#
+        )),
+        "script: $.agents[0].responses[0][0].args.all: unknown argument \"all\": list_agents \
+         takes none"
+    );
+    // Known tools, and the names the caller checks elsewhere, pass.
+    let fine = with_item(r#"{"call": "spawn_agent", "args": {"task_name": "a", "message": "b"}}"#);
+    assert!(ScriptedModel::from_json_checked(&fine, &tools).is_ok());
+    let fine = with_item(r#"{"call": "mcp__fs__read", "args": {"anything": 1}}"#);
+    assert!(ScriptedModel::from_json_checked(&fine, &tools).is_ok());
+    // Unchecked loading stays as it was.
+    assert!(ScriptedModel::from_json(&with_item(r#"{"call": "nope"}"#)).is_ok());
+}

@@ -37,6 +37,7 @@ fn announce_request(ctx: &Ctx, agent: &Agent, request: &Request) {
         id: request.id.clone(),
         path: agent.path().clone(),
         action: request.action.clone(),
+        justification: request.justification.clone(),
     });
 }
 

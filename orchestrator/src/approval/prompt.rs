@@ -4,6 +4,15 @@ use arbor_protocol::AgentPath;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+/// The diff an approver sees before answering a request that writes files: a merge's unified
+/// diff, or the patch itself (its `+` and `-` lines are the change); `None` for a command.
+pub fn action_diff(action: &Value) -> Option<&str> {
+    action["diff"]
+        .as_str()
+        .or_else(|| action["patch"].as_str())
+        .filter(|diff| !diff.trim().is_empty())
+}
+
 /// A human's answer at the terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TerminalAnswer {

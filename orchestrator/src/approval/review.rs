@@ -39,7 +39,7 @@ pub async fn decide(
         ),
     };
     let immediate = match breaker {
-        None if !reachable => Some(no_approver()),
+        None if !reachable => Some(nobody_to_ask()),
         Some(BreakerVerdict::InterruptTurn) => Some(Settled::refuse(
             ApprovalOutcome::Deny,
             DecidedBy::Policy,
@@ -179,6 +179,18 @@ async fn ask_human(
             settled
         }
     }
+}
+
+/// No terminal answers and the approval wait is 0: nobody could have been asked, and the
+/// audit says so (rather than that nobody answered in time).
+fn nobody_to_ask() -> Settled {
+    let mut settled = no_approver();
+    settled.rationale = Some(
+        "nobody could be asked: no terminal answers here and the approval wait is 0 \
+         (--approval-wait SECONDS lets `arbor approve` answer)"
+            .to_string(),
+    );
+    settled
 }
 
 fn no_approver() -> Settled {

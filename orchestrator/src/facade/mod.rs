@@ -2,6 +2,7 @@
 //! (its files, its lease, the session task), gives the root its prompt, reads the session's
 //! state through the session task, and shuts the session down.
 
+mod approvals;
 mod compact;
 mod files;
 
@@ -19,7 +20,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::agent::Agent;
-use crate::approval::ApprovalPrompt;
 use crate::config::RunConfig;
 use crate::ctx::{Ctx, SessionFiles};
 use crate::durability::{create_log, watch_failure};
@@ -197,12 +197,6 @@ impl Orchestrator {
                 session_id: self.ctx.session_id,
             });
         }
-    }
-
-    /// The terminal's queue of approval prompts, one at a time in request order; `Some` once,
-    /// when the configuration says a terminal answers (`RunConfig::approval_terminal`).
-    pub fn take_approval_prompts(&self) -> Option<mpsc::UnboundedReceiver<ApprovalPrompt>> {
-        self.ctx.approvals.take_prompts()
     }
 
     /// What the root's sandbox really enforces on this machine (tell the user when nothing).

@@ -1,5 +1,6 @@
-//! `list_agents` (with a worktree agent's `changes` and `branch`), `close_agent` (which
-//! releases the closed agents' worktrees) and `interrupt_agent`.
+//! `list_agents` (with a worktree agent's `changes` and `branch`; a list too long for one
+//! result says how many it left out), `close_agent` (which releases the closed agents'
+//! worktrees) and `interrupt_agent`.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use serde_json::json;
 
 use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
+use crate::config::TOOL_OUTPUT_MAX_BYTES;
 use crate::ctx::Ctx;
 use crate::session::core::Scope;
 use crate::worktrees::close::release;
@@ -63,7 +65,37 @@ pub async fn list_agents(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
         }
         agents.push(entry);
     }
-    Ok(json!({ "agents": agents }).to_string())
+    Ok(bounded_list(agents))
+}
+
+/// Room kept in a listing for its closing and its note.
+const LIST_ROOM: usize = 512;
+
+/// `{"agents": [...]}` within the tool output bound: the agents that fit, in order, and, when
+/// some do not, how many and how to see them, instead of a list cut in the middle.
+fn bounded_list(agents: Vec<serde_json::Value>) -> String {
+    let budget = TOOL_OUTPUT_MAX_BYTES - LIST_ROOM;
+    let total = agents.len();
+    let mut used = 0;
+    let mut shown = Vec::new();
+    for agent in agents {
+        let size = agent.to_string().len() + 1;
+        if used + size > budget {
+            break;
+        }
+        used += size;
+        shown.push(agent);
+    }
+    let omitted = total - shown.len();
+    let mut output = json!({ "agents": shown });
+    if omitted > 0 {
+        output["omitted"] = json!(omitted);
+        output["note"] = json!(format!(
+            "{omitted} more agents are not listed (the result is bounded): list a subtree with \
+             path_prefix"
+        ));
+    }
+    output.to_string()
 }
 
 pub async fn close_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -> ToolResult {
@@ -98,4 +130,39 @@ pub async fn interrupt_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &st
         .await
         .ok_or("the session stopped")?;
     Ok(json!({ "previous_status": previous }).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    #[test]
+    fn a_long_list_says_how_many_it_left_out() {
+        let agents: Vec<Value> = (0..150)
+            .map(|i| {
+                json!({"agent_name": format!("/root/worker_{i:03}"), "agent_status": "running",
+                    "nickname": "Somebody the 2nd", "role": "worker", "resident": true, "unread": 0})
+            })
+            .collect();
+        let output = super::bounded_list(agents);
+        assert!(
+            output.len() <= crate::config::TOOL_OUTPUT_MAX_BYTES,
+            "{}",
+            output.len()
+        );
+        let parsed: Value = serde_json::from_str(&output).expect("whole JSON");
+        let shown = parsed["agents"].as_array().expect("agents").len();
+        assert!(shown > 0 && shown < 150, "{shown}");
+        assert_eq!(parsed["omitted"], 150 - shown);
+        assert_eq!(
+            parsed["note"],
+            format!(
+                "{} more agents are not listed (the result is bounded): list a subtree with \
+                 path_prefix",
+                150 - shown
+            )
+        );
+        let short = super::bounded_list(vec![json!({"agent_name": "/root"})]);
+        assert_eq!(short, r#"{"agents":[{"agent_name":"/root"}]}"#);
+    }
 }

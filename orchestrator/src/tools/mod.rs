@@ -128,22 +128,10 @@ fn build_specs(ctx: &Ctx, agent: &Agent) -> Arc<Vec<ToolSpec>> {
         .collect();
     key.extend(ctx.mcp.spec_key(&agent.identity.caps.mcp));
     ctx.tool_specs(&key, || {
-        let mut messaging = specs::messaging_tools();
-        messaging.extend(worktree_tools::specs());
-        let mut specs: Vec<ToolSpec> = agent
-            .identity
-            .caps
-            .tools
-            .iter()
-            .filter_map(|name| match *name {
-                "spawn_agent" => Some(specs::spawn_agent(&ctx.roles.describe_for_spawn())),
-                "exec_command" => Some(arbor_tools::exec_tool_spec()),
-                "apply_patch" => Some(arbor_tools::apply_patch_tool_spec()),
-                other => messaging
-                    .iter()
-                    .position(|spec| spec.name == other)
-                    .map(|at| messaging.swap_remove(at)),
-            })
+        let tools = &agent.identity.caps.tools;
+        let mut specs: Vec<ToolSpec> = specs::builtin(&ctx.roles.describe_for_spawn())
+            .into_iter()
+            .filter(|spec| tools.iter().any(|name| *name == spec.name))
             .collect();
         let added = mcp::specs(ctx, agent, specs.len());
         specs.extend(added);

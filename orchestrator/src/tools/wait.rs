@@ -1,5 +1,6 @@
 //! `wait_agent`: block (spending no tokens) until a target's mail is waiting (`any`), every
-//! target is idle (`all`), a target starts waiting for an approval, or the deadline passes.
+//! target is idle (`all`), or the deadline passes. A target waiting for an approval does not
+//! end the wait (the user or the guardian answers it, not the caller); the result names it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use serde_json::json;
 use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
-use crate::session::core::{Answer, Input, WaitDone, WaitMode as Mode};
+use crate::session::core::{Answer, Input, WaitDone, WaitMode as Mode, WaitReply};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,21 +73,47 @@ pub async fn wait_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) ->
             answer.await.ok()
         }
     };
-    let done = match done {
-        Some(Answer::Wait(done)) => done,
-        _ => None,
+    let reply = match done {
+        Some(Answer::Wait(reply)) => reply,
+        _ => WaitReply {
+            done: None,
+            awaiting_approval: Vec::new(),
+        },
     };
-    let (mut message, timed_out) = match done {
+    let (mut message, timed_out) = match reply.done {
         Some(done) => (describe(done), false),
         None => (format!("timed out after {timeout_ms}ms"), true),
     };
+    if !reply.awaiting_approval.is_empty() {
+        message.push_str(&approval_note(ctx, &reply.awaiting_approval));
+    }
     if let Some(requested) = raised {
         message.push_str(&format!(
             " Requested timeout of {requested}ms was raised to the minimum of {}ms.",
             ctx.config.wait_min_ms
         ));
     }
-    Ok(json!({"message": message, "timed_out": timed_out}).to_string())
+    let mut output = json!({"message": message, "timed_out": timed_out});
+    if !reply.awaiting_approval.is_empty() {
+        output["awaiting_approval"] = json!(reply.awaiting_approval);
+    }
+    Ok(output.to_string())
+}
+
+/// `; /root/a is waiting for the user to answer an approval request`: who is still held by an
+/// approval when the wait ends, and who answers it.
+fn approval_note(ctx: &Ctx, paths: &[AgentPath]) -> String {
+    let names = paths
+        .iter()
+        .map(AgentPath::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let verb = if paths.len() == 1 { "is" } else { "are" };
+    let who = match ctx.config.reviewer {
+        arbor_protocol::ApprovalsReviewer::User => "the user to answer an approval request",
+        arbor_protocol::ApprovalsReviewer::Guardian => "the guardian to review an approval request",
+    };
+    format!("; {names} {verb} waiting for {who}")
 }
 
 /// The timeout to use, and the requested value when it was raised to the minimum.
@@ -120,6 +147,5 @@ fn describe(done: WaitDone) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")
         ),
-        WaitDone::Approval(path) => format!("{path} is waiting for an approval"),
     }
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::merge::{merge_worktree, worktree_of};
+use super::worktree::AgentWorktree;
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
 use crate::ctx::Ctx;
@@ -109,6 +110,14 @@ pub async fn merge_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
             now.status
         ));
     }
+    gate(
+        ctx,
+        caller,
+        &target,
+        &wt,
+        args.strategy.as_deref().unwrap_or("merge"),
+    )
+    .await?;
     let merged = merge_worktree(ctx, &target, strategy).await?;
     let conflicts: Vec<_> = merged
         .report
@@ -126,6 +135,46 @@ pub async fn merge_agent(ctx: &Arc<Ctx>, caller: &Arc<Agent>, arguments: &str) -
     .to_string())
 }
 
+/// The approval gate of a merge (`approval/merge.rs`): the files it would write and its diff,
+/// from git.
+async fn gate(
+    ctx: &Arc<Ctx>,
+    caller: &Arc<Agent>,
+    target: &Agent,
+    wt: &Arc<AgentWorktree>,
+    strategy: &str,
+) -> Result<(), String> {
+    wt.ready().await?;
+    let job = Arc::clone(wt);
+    let (tree, paths, diff) = tokio::task::spawn_blocking(move || {
+        let git = Git::system().map_err(|err| err.to_string())?;
+        let from = job.merged_from();
+        let (tree, paths) = arbor_worktree::changed_paths(&git, &job.dir, &from, &job.prefix)
+            .map_err(|err| err.to_string())?;
+        let diff = arbor_worktree::diff(
+            &git,
+            &job.dir,
+            &from,
+            &job.prefix,
+            None,
+            TOOL_OUTPUT_MAX_BYTES - HEADER_ROOM,
+        )
+        .map_err(|err| err.to_string())?;
+        Ok::<_, String>((tree, paths, diff))
+    })
+    .await
+    .map_err(|err| format!("merge_agent failed to run: {err}"))??;
+    let planned = crate::approval::PlannedMerge {
+        child: target.path(),
+        into: &wt.source,
+        paths: &paths,
+        tree: &tree,
+        diff: &diff,
+        strategy,
+    };
+    crate::approval::gate_merge(ctx, caller, &planned).await
+}
+
 /// The specs of the two tools.
 pub fn specs() -> [ToolSpec; 2] {
     let target = json!({"type": "string", "description": "A descendant's path (relative to you) or thread id; it must have been spawned with isolation \"worktree\"."});
@@ -139,7 +188,7 @@ pub fn specs() -> [ToolSpec; 2] {
                 .to_string(),
             parameters: json!({
                 "type": "object",
-                "properties": {"target": target, "path": {"type": "string"}},
+                "properties": {"target": target, "path": {"type": "string", "description": "Limit the diff to this file or directory (relative to the child's cwd)."}},
                 "required": ["target"],
                 "additionalProperties": false,
             }),
@@ -158,7 +207,7 @@ pub fn specs() -> [ToolSpec; 2] {
                 "type": "object",
                 "properties": {
                     "target": target,
-                    "strategy": {"type": "string", "enum": ["merge", "ours", "theirs", "union"]},
+                    "strategy": {"type": "string", "enum": ["merge", "ours", "theirs", "union"], "description": "Who wins conflicting hunks (see above); default `merge`: nobody, a conflict writes nothing."},
                 },
                 "required": ["target"],
                 "additionalProperties": false,

@@ -28,6 +28,7 @@ fn turns_become_the_local_engines_lines() {
         trigger_turn: true,
         content: "do it".to_string(),
         created_at: Timestamp::from_millis(5),
+        from_user: false,
     };
     let history = AgentHistory {
         items: vec![

@@ -58,6 +58,7 @@ impl Tree {
             id: id.clone(),
             path: request.path.clone(),
             action: request.action.clone(),
+            justification: request.justification.clone(),
         }));
         self.approvals.push(approval);
         let index = self.approvals.len() - 1;

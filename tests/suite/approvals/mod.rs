@@ -1,9 +1,10 @@
 //! Approvals (behaviour §7): the command policy through a session, policy `never`, the user as
-//! reviewer (terminal, headless, for the session) and the audit. The guardian and the real
+//! reviewer (terminal, headless, for the session) and the audit. The guardian, the real
 //! binary have their own modules.
 
 mod cli;
 mod guardian;
+mod headless;
 mod overrides;
 
 use std::path::Path;

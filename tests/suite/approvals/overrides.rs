@@ -147,7 +147,9 @@ async fn a_request_cut_short_is_an_orphan_whose_approval_lets_the_retry_through(
     let script = json!({"agents": [
         {"match": "/root", "responses": [
             [{"call": "spawn_agent", "args": {"task_name": "w", "agent_type": "worker", "message": "escalate"}}],
-            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 600000}}],
+            // The wait goes on while w waits for the user: at its deadline it says so, and
+            // the root cuts w's turn short.
+            [{"call": "wait_agent", "args": {"mode": "all", "timeout_ms": 1000}}],
             [{"call": "interrupt_agent", "args": {"target": "w"}}],
             [{"say": "root stopped w"}],
             [{"say": "root got {{input}}"}],
@@ -156,6 +158,13 @@ async fn a_request_cut_short_is_an_orphan_whose_approval_lets_the_retry_through(
     ]});
     let mut s = Session::new(script, |config| config.approval_wait = None).await;
     s.run("delegate").await;
+    let waited: serde_json::Value =
+        serde_json::from_str(&s.tool_output("/root", "wait_agent")).expect("json");
+    assert_eq!(
+        waited,
+        json!({"message": "timed out after 1000ms; /root/w is waiting for the user to answer \
+                an approval request", "timed_out": true, "awaiting_approval": ["/root/w"]})
+    );
     let records = log(&s);
     assert_eq!(
         outcomes(&records),

@@ -59,7 +59,7 @@ fn an_interrupted_turn_stops_and_the_agent_takes_a_followup() {
     assert_eq!(aborted, 1);
     // From the command line: interrupting an idle agent changes nothing; closing it does.
     let session = run.session();
-    let out = cluster.arbor(&["interrupt", &session, "/root/slow"]);
+    let out = cluster.arbor(&["interrupt", &session, "/root/slow", "--json"]);
     assert!(
         out.status.success(),
         "{}",

@@ -98,7 +98,9 @@ fn send_reaches_a_live_session_and_waits_durably_in_a_stopped_one() {
     assert!(sent.status.success(), "{}", text(&sent.stderr));
     let mail_id = text(&sent.stdout).trim().to_string();
     // The driver picks the mail up from the journal on its own.
-    driver.until(|e| e["type"] == "mail.sent" && e["id"] == mail_id.as_str());
+    let announced = driver.until(|e| e["type"] == "mail.sent" && e["id"] == mail_id.as_str());
+    assert_eq!(announced["author"], "/root");
+    assert_eq!(announced["from_user"], true, "{announced}");
     std::fs::write(ws.project().join("flag"), "").expect("flag");
     let session = driver.session.clone();
     assert_eq!(driver.wait(), 0);
@@ -115,6 +117,10 @@ fn send_reaches_a_live_session_and_waits_durably_in_a_stopped_one() {
     let waiting: Value = serde_json::from_slice(&waiting.stdout).expect("json");
     assert_eq!(waiting[0]["content"], "a note for tomorrow");
     assert_eq!(waiting[0]["kind"], "message");
+    assert_eq!(waiting[0]["from_user"], true);
+    // People read it as the user's: it is sent from the root's place, not by the root agent.
+    let human = text(&ws.run(&["mail", &session, "/root/w"]).stdout);
+    assert!(human.contains("  message  the user → /root/w\n"), "{human}");
     let day_two = write_script(
         &ws,
         "day2.json",
@@ -133,7 +139,7 @@ fn send_reaches_a_live_session_and_waits_durably_in_a_stopped_one() {
     let log = text(&log.stdout);
     let note_at = log.find("a note for tomorrow").expect("note delivered");
     let followup_at = log
-        .find("mail read followup from /root: start again")
+        .find("mail read followup from the user: start again")
         .expect("follow-up delivered");
     assert!(
         note_at < followup_at,
@@ -169,8 +175,8 @@ fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() 
     let out = ws.run(&["interrupt", &session, "/root/w"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
-        serde_json::from_slice::<Value>(&out.stdout).expect("json"),
-        json!({"previous_status": "running"})
+        text(&out.stdout),
+        "interrupted /root/w: its turn (running) is stopped; it stays available\n"
     );
     // The driver applies it: w's turn ends as interrupted, and the tree finishes.
     driver.until(|e| {
@@ -183,13 +189,24 @@ fn interrupt_and_close_from_the_command_line_act_on_live_and_stopped_sessions() 
         json!({"interrupted": "interrupted"})
     );
     // Stopped session: interrupt changes nothing, close closes the edge.
-    let idle = ws.run(&["interrupt", &session, "/root/v"]);
+    let idle = ws.run(&["interrupt", &session, "/root/v", "--json"]);
     assert_eq!(
         serde_json::from_slice::<Value>(&idle.stdout).expect("json"),
         json!({"previous_status": {"completed": "v done"}})
     );
+    let idle = ws.run(&["interrupt", &session, "/root/v"]);
+    assert!(
+        text(&idle.stdout).starts_with("/root/v had no turn to interrupt (it is completed"),
+        "{}",
+        text(&idle.stdout)
+    );
     let closed = ws.run(&["close", &session, "/root/v"]);
     assert!(closed.status.success(), "{}", text(&closed.stderr));
+    assert!(
+        text(&closed.stdout).starts_with("closed /root/v (it was completed"),
+        "{}",
+        text(&closed.stdout)
+    );
     let list = agents(&ws, &session);
     assert_eq!(agent(&list, "/root/v")["edge"], "closed");
     assert_eq!(agent(&list, "/root/v")["status"], "closed");

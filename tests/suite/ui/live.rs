@@ -52,7 +52,7 @@ fn the_ui_follows_up_and_answers_an_approval_in_a_session_another_process_drives
 
     let tmux = Tmux::start(ws.dir.path(), 120, 36, &ui_command(&ws, &session));
     tmux.wait_for("awaiting approval");
-    tmux.wait_for("approval request(s) pending");
+    tmux.wait_for("1 approval request pending");
     // Select /root/worker_b by finding it, write to it, send a follow-up.
     tmux.keys(&["/"]);
     tmux.type_text("worker_b");
@@ -128,7 +128,8 @@ fn a_follow_up_to_a_stopped_session_revives_the_target_and_shows_its_answer() {
         &ws,
         "day2.json",
         &json!({"agents": [
-            {"match": "/root/worker_a", "responses": [[{"say": "a on day two: {{input}}"}]]}
+            {"match": "/root/worker_a", "responses": [[{"say": "a on day two: {{input}}"}]]},
+            {"match": "/root", "responses": [[{"say": "root on day two: {{input}}"}]]}
         ]}),
     );
     let args = format!("{session} --script {}", day2.display());
@@ -150,6 +151,18 @@ fn a_follow_up_to_a_stopped_session_revives_the_target_and_shows_its_answer() {
         "{}",
         text(&log.stdout)
     );
+    // To the root: its next turn runs, and the status line says how it ended, not that it
+    // started.
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("i writes to the selected agent");
+    tmux.keys(&["g", "i"]);
+    tmux.wait_for("to /root ›");
+    tmux.type_text("wrap up");
+    tmux.keys(&["Enter"]);
+    let screen = tmux.wait_until("the root's answer and the turn's end", |screen| {
+        screen.contains("root on day two: ") && screen.contains("→ /root: turn completed")
+    });
+    assert!(!screen.contains("turn started"), "{screen}");
     tmux.keys(&["Escape"]);
     tmux.wait_for("i writes to the selected agent");
     tmux.keys(&["q"]);

@@ -1,7 +1,10 @@
 //! `arbor ui`: rendering over a recorded session (snapshots kept as text files in
 //! `tests/fixtures/ui/`), keys and odd terminals on ratatui's test backend, and the real
-//! binary in tmux against a live and a stopped session.
+//! binary in tmux against a live and a stopped session; and `arbor exec` on a terminal in
+//! tmux (its live area and its approval prompt).
 
+mod diff_preview;
+mod exec_terminal;
 mod keys;
 mod live;
 mod render;

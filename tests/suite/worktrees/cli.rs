@@ -144,6 +144,15 @@ fn diff_merge_resume_close_and_doctor_on_a_stopped_session() {
     assert!(closed.status.success(), "{}", text(&closed.stderr));
     assert!(text(&closed.stderr).contains("nothing unmerged, removed its worktree"));
     assert!(!a.exists());
+    // Its log ends with what became of its work, not with what its turn said of it then.
+    let log = text(&ws.run(&["log", &session, "/root/worker_a"]).stdout);
+    let tail: Vec<&str> = log.lines().rev().take(2).collect();
+    assert!(
+        tail[0].ends_with(" worktree removed")
+            && tail[1].contains(" worktree merged into ")
+            && tail[1].ends_with(": f.txt"),
+        "{log}"
+    );
     let kept = ws.run(&["close", &session, "/root/worker_c"]);
     assert!(
         text(&kept.stderr).contains("kept its worktree"),
@@ -160,7 +169,7 @@ fn diff_merge_resume_close_and_doctor_on_a_stopped_session() {
         c.display()
     );
     assert!(
-        report.contains(&orphan) && report.contains("1 file(s) unmerged"),
+        report.contains(&orphan) && report.contains("1 file unmerged"),
         "{report}"
     );
 

@@ -3,6 +3,7 @@
 //! eviction and resume, the sandbox, and the command line. Every test runs the real git on a
 //! real repository in a temporary directory.
 
+mod approval;
 mod cli;
 mod lifecycle;
 mod merging;

@@ -263,6 +263,7 @@ impl App {
                 _ => self.overlay = Some(Overlay::Find { query }),
             },
             Overlay::Approvals { selected } => self.on_approvals_key(selected, key),
+            Overlay::Diff { selected, scroll } => self.on_diff_key(selected, scroll, key),
         }
     }
 
@@ -314,9 +315,24 @@ impl App {
                 }
                 return;
             }
+            KeyCode::Char('d') => {
+                let has_diff = self
+                    .approvals()
+                    .get(selected)
+                    .is_some_and(|a| arbor_orchestrator::action_diff(&a.action).is_some());
+                self.overlay = Some(if has_diff {
+                    Overlay::Diff {
+                        selected,
+                        scroll: 0,
+                    }
+                } else {
+                    Overlay::Approvals { selected }
+                });
+                return;
+            }
             KeyCode::Char('y') if pending => Answer::Once,
             KeyCode::Char('s') if pending => Answer::ForSession,
-            KeyCode::Char('n') | KeyCode::Char('d') if pending => Answer::Deny,
+            KeyCode::Char('n') if pending => Answer::Deny,
             KeyCode::Char('o') | KeyCode::Char('y') if !pending => Answer::Override,
             _ => {
                 keep(self, selected);
@@ -334,6 +350,32 @@ impl App {
             Request::Answer { id, answer },
         );
         keep(self, selected);
+    }
+
+    /// Keys of the whole-diff window: move through it, or go back to the queue.
+    fn on_diff_key(&mut self, selected: usize, scroll: usize, key: KeyEvent) {
+        let lines = self
+            .approvals()
+            .get(selected)
+            .and_then(|a| arbor_orchestrator::action_diff(&a.action).map(|d| d.lines().count()))
+            .unwrap_or(0);
+        // The diff's window is the body less its borders and its keys line.
+        let page = self.tree_height.saturating_sub(2).max(1);
+        let last = lines.saturating_sub(page);
+        let scroll = match key.code {
+            KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('d') => {
+                self.overlay = Some(Overlay::Approvals { selected });
+                return;
+            }
+            KeyCode::Up | KeyCode::Char('k') => scroll.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => (scroll + 1).min(last),
+            KeyCode::PageUp => scroll.saturating_sub(page),
+            KeyCode::PageDown => (scroll + page).min(last),
+            KeyCode::Char('g') | KeyCode::Home => 0,
+            KeyCode::Char('G') | KeyCode::End => last,
+            _ => scroll,
+        };
+        self.overlay = Some(Overlay::Diff { selected, scroll });
     }
 
     /// Selects the next agent after the selection whose path or nickname holds `query`.

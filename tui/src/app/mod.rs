@@ -4,8 +4,10 @@
 
 mod composer;
 mod keys;
+mod sent;
 
 pub use composer::Composer;
+pub use sent::{RootTurns, Sent, SentState};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use arbor_agent_graph::{ApprovalOutcome, ApprovalRecord, answer_outcome};
-use arbor_protocol::{AgentPath, MailId, RolloutItem, ThreadId};
+use arbor_protocol::{AgentPath, ThreadId};
 
 use crate::act::{Outcome, Report, Request, Worker};
 use crate::session::{Driver, Session};
@@ -36,9 +38,18 @@ pub enum Focus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     Help,
-    Approvals { selected: usize },
+    Approvals {
+        selected: usize,
+    },
+    /// The whole diff of the queue's `selected` request, from line `scroll`.
+    Diff {
+        selected: usize,
+        scroll: usize,
+    },
     Confirm(Confirm),
-    Find { query: String },
+    Find {
+        query: String,
+    },
 }
 
 /// An action that asks first.
@@ -49,33 +60,6 @@ pub enum Confirm {
     },
     /// Quitting stops the run this process drives.
     Quit,
-}
-
-/// How something the user sent stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SentState {
-    Sending,
-    /// A durable line of the session log.
-    Durable,
-    /// The recipient took the mail into its history.
-    Delivered,
-    /// Done, with what came of it.
-    Done(String),
-    Failed(String),
-}
-
-/// One thing the user sent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
-    pub ticket: u64,
-    pub what: String,
-    pub state: SentState,
-    pub mail: Option<MailId>,
-    /// The mail asks for a turn.
-    pub wakes: bool,
-    pub request: Option<String>,
-    /// The UI took the session over once to deliver it.
-    pub retried: bool,
 }
 
 /// A message for the user, in the line under the status line.
@@ -115,6 +99,8 @@ pub struct App {
     announced: usize,
     /// The run this process drove stopped with turns interrupted.
     pub interrupted: bool,
+    /// The root's turns as the lines read tell them (how a prompt to it stands).
+    pub root_turns: RootTurns,
 }
 
 impl App {
@@ -152,6 +138,7 @@ impl App {
             next_ticket: 1,
             announced: 0,
             interrupted: false,
+            root_turns: RootTurns::default(),
         };
         if let Some(session) = session {
             app.attach(session);
@@ -207,7 +194,7 @@ impl App {
             if let Some(transcript) = self.transcript.as_mut() {
                 transcript.push(line);
             }
-            self.track(&line.item);
+            self.track(line);
         }
         if let Some(session) = &self.session {
             self.tree.sync(session, false);
@@ -223,31 +210,6 @@ impl App {
         self.announce_approvals();
         if self.transcript.as_ref().map(|t| t.thread) != self.tree.selected_id() {
             self.open_transcript();
-        }
-    }
-
-    /// Follows what a line says about something the user sent.
-    fn track(&mut self, item: &RolloutItem) {
-        match item {
-            RolloutItem::MailConsumed(consumed) => {
-                for sent in &mut self.sent {
-                    if sent.mail == Some(consumed.mail.id) {
-                        sent.state = SentState::Delivered;
-                    }
-                }
-            }
-            RolloutItem::ApprovalDecided(decided) => {
-                for sent in &mut self.sent {
-                    if sent.request.as_deref() == Some(decided.request_id.as_str()) {
-                        sent.state = SentState::Done(format!(
-                            "decided {} by {}",
-                            decided.outcome,
-                            decided.decided_by.as_deref().unwrap_or("-")
-                        ));
-                    }
-                }
-            }
-            _ => {}
         }
     }
 
@@ -311,7 +273,9 @@ impl App {
                             sent.state = SentState::Durable;
                         }
                     }
-                    Ok(Outcome::Prompted) => sent.state = SentState::Done("turn started".into()),
+                    Ok(Outcome::Prompted) => {
+                        sent.state = self.root_turns.prompted(sent.turns_before)
+                    }
                     Ok(Outcome::Said(text)) => {
                         if sent.request.is_none() || sent.state == SentState::Sending {
                             sent.state = SentState::Done(text);
@@ -404,6 +368,7 @@ impl App {
             wakes,
             request: id,
             retried: false,
+            turns_before: self.root_turns.started,
         });
         if self.sent.len() > SENT_KEPT {
             self.sent.remove(0);

@@ -121,7 +121,7 @@ pub fn entry_of(line: &RolloutLine) -> Option<Entry> {
             format!(
                 "{} from {}",
                 consumed.mail.kind.as_str(),
-                consumed.mail.author
+                consumed.mail.sender()
             ),
             lines(&consumed.mail.content),
         ),
@@ -244,23 +244,10 @@ fn response(item: &ResponseItem) -> (Kind, String, Vec<String>) {
 }
 
 /// A call's arguments: one `key: value` line per field of a JSON object (strings as they are,
-/// so a command or a patch reads naturally), else the text as written.
+/// so a command or a patch reads naturally; `json_lines`), else the text as written.
 fn argument_lines(arguments: &str) -> Vec<String> {
     match serde_json::from_str::<Value>(arguments) {
-        Ok(Value::Object(map)) => {
-            let mut out = Vec::new();
-            for (key, value) in map {
-                match value {
-                    Value::String(text) if text.contains('\n') => {
-                        out.push(format!("{key}:"));
-                        out.extend(text.lines().map(|l| format!("  {l}")));
-                    }
-                    Value::String(text) => out.push(format!("{key}: {text}")),
-                    other => out.push(format!("{key}: {other}")),
-                }
-            }
-            out
-        }
+        Ok(value @ Value::Object(_)) => arbor_protocol::text::json_lines(&value),
         _ => lines(arguments),
     }
 }
@@ -271,7 +258,8 @@ fn output_lines(output: &str) -> Vec<String> {
         return lines(output);
     };
     if !map.contains_key("exit_code") {
-        return lines(output);
+        // Another tool's JSON result reads as its fields.
+        return arbor_protocol::text::json_lines(&Value::Object(map));
     }
     let mut head = format!("exit {}", map["exit_code"]);
     for key in ["signal", "error"] {
@@ -307,7 +295,8 @@ fn plain(value: &Value) -> String {
     }
 }
 
-/// An approval's action as readable lines: the command first, then its other fields.
+/// An approval's action as readable lines: the command first, then the diff of a patch or a
+/// merge (`diff:` and its lines, indented), then its other fields.
 pub fn action_lines(action: &Value) -> Vec<String> {
     let Value::Object(map) = action else {
         return vec![action.to_string()];
@@ -316,18 +305,21 @@ pub fn action_lines(action: &Value) -> Vec<String> {
     if let Some(command) = map.get("command") {
         out.push(format!("command: {}", plain(command)));
     }
+    if let Some(diff) = arbor_orchestrator::action_diff(action) {
+        out.push(DIFF_HEADING.to_string());
+        out.extend(diff.lines().map(|l| format!("  {l}")));
+    }
     for (key, value) in map {
-        if key == "command" || key == "patch" {
+        if matches!(key.as_str(), "command" | "patch" | "diff") {
             continue;
         }
         out.push(format!("{key}: {}", plain(value)));
     }
-    if let Some(Value::String(patch)) = map.get("patch") {
-        out.push("patch:".to_string());
-        out.extend(patch.lines().map(|l| format!("  {l}")));
-    }
     out
 }
+
+/// The line before a diff's lines in [`action_lines`].
+pub const DIFF_HEADING: &str = "diff:";
 
 #[cfg(test)]
 mod tests {

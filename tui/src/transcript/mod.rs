@@ -12,7 +12,7 @@ use arbor_agent_graph::AgentRow;
 use arbor_protocol::{RolloutLine, ThreadId};
 
 pub use back::{Window, read_before};
-pub use entry::{Entry, FOLD_LINES, Kind, action_lines, entry_of};
+pub use entry::{DIFF_HEADING, Entry, FOLD_LINES, Kind, action_lines, entry_of};
 
 use crate::session::{LineAt, Session};
 

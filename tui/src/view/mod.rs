@@ -98,6 +98,9 @@ pub fn draw_buffer(app: &mut App, buf: &mut Buffer, area: Rect) -> Option<Positi
         Some(Overlay::Help) => overlay::help(buf, body, theme),
         Some(Overlay::Confirm(confirm)) => overlay::confirm(buf, body, &confirm, theme),
         Some(Overlay::Approvals { selected }) => overlay::approvals(app, buf, body, selected),
+        Some(Overlay::Diff { selected, scroll }) => {
+            overlay::diff(app, buf, body, selected, scroll);
+        }
         Some(Overlay::Find { query }) => {
             clear_line(buf, composer);
             let x = put(
@@ -242,6 +245,7 @@ fn state_text(state: &SentState) -> String {
         SentState::Sending => "sending…".to_string(),
         SentState::Durable => "durable".to_string(),
         SentState::Delivered => "delivered".to_string(),
+        SentState::Running => "turn running".to_string(),
         SentState::Done(text) => text.clone(),
         SentState::Failed(err) => format!("failed: {err}"),
     }
@@ -271,7 +275,10 @@ fn draw_hint(app: &App, buf: &mut Buffer, area: Rect) {
         .as_ref()
         .map_or(0, |s| s.figures.totals.pending_approvals);
     let text = if pending > 0 {
-        format!("{pending} approval request(s) pending: A answers · ? help · q quit")
+        format!(
+            "{} pending: A answers · ? help · q quit",
+            arbor_protocol::text::count(pending, "approval request", "approval requests")
+        )
     } else if app.focus == Focus::Composer {
         "Enter follow-up · Ctrl-O queue-only mail · Esc back · ? after Esc for help".to_string()
     } else {

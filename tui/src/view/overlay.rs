@@ -1,5 +1,5 @@
 //! Windows over the panes: the help with every key, the approval queue with the selected
-//! request's details, confirmations.
+//! request's details (a patch's or a merge's diff first, `d` for all of it), confirmations.
 
 use arbor_agent_graph::{ApprovalOutcome, ApprovalRecord};
 use ratatui::buffer::Buffer;
@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Clear, Widget};
 use super::text::{put, truncate, wrap};
 use crate::app::{App, Confirm};
 use crate::theme::Theme;
-use crate::transcript::action_lines;
+use crate::transcript::{DIFF_HEADING, action_lines};
 
 /// Every key, as the help overlay shows it.
 pub const HELP: &[(&str, &str)] = &[
@@ -46,7 +46,8 @@ pub const HELP: &[(&str, &str)] = &[
         "A",
         "approval queue: y allow once, s allow for the session,",
     ),
-    ("", "n deny, o override a denial, g go to the requester"),
+    ("", "n deny, o override a denial, g go to the requester,"),
+    ("", "d a patch's or a merge's whole diff"),
     ("x", "interrupt the selected agent's turn"),
     ("X", "close the selected agent (asks first)"),
     ("c", "show or hide closed branches"),
@@ -211,27 +212,38 @@ pub fn approvals(app: &App, buf: &mut Buffer, area: Rect, selected: usize) {
             lines.push(format!("rationale: {rationale}"));
         }
     }
-    let keys = if record.outcome == ApprovalOutcome::Pending {
-        "y allow once · s allow for the session · n deny · g go to requester · Esc close"
-    } else {
-        "o override: let its identical retry run once · g go to requester · Esc close"
+    let has_diff = arbor_orchestrator::action_diff(&record.action).is_some();
+    let keys = match (record.outcome == ApprovalOutcome::Pending, has_diff) {
+        (true, true) => {
+            "y allow once · s allow for the session · n deny · d the whole diff · g go to \
+             requester · Esc close"
+        }
+        (true, false) => {
+            "y allow once · s allow for the session · n deny · g go to requester · Esc close"
+        }
+        (false, true) => {
+            "o override: let its identical retry run once · d the whole diff · Esc close"
+        }
+        (false, false) => {
+            "o override: let its identical retry run once · g go to requester · Esc close"
+        }
     };
     let top = inner.y + list_rows as u16 + 1;
     let bottom = inner.bottom().saturating_sub(1);
     let mut y = top;
+    let mut in_diff = false;
     'out: for line in &lines {
+        in_diff = (in_diff && line.starts_with("  ")) || line == DIFF_HEADING;
+        let style = if in_diff {
+            diff_style(line.strip_prefix("  ").unwrap_or(line), theme)
+        } else {
+            ratatui::style::Style::default()
+        };
         for part in wrap(line, cols) {
             if y >= bottom {
                 break 'out;
             }
-            put(
-                buf,
-                inner,
-                inner.x,
-                y,
-                &part,
-                ratatui::style::Style::default(),
-            );
+            put(buf, inner, inner.x, y, &part, style);
             y += 1;
         }
     }
@@ -241,6 +253,68 @@ pub fn approvals(app: &App, buf: &mut Buffer, area: Rect, selected: usize) {
         inner.x,
         bottom,
         &truncate(keys, cols),
+        theme.title(),
+    );
+}
+
+/// The colour of one line of a diff: added, removed, a file or hunk header, context.
+fn diff_style(line: &str, theme: Theme) -> ratatui::style::Style {
+    if line.starts_with("+++") || line.starts_with("---") || line.starts_with("***") {
+        theme.title()
+    } else if line.starts_with('+') {
+        theme.good()
+    } else if line.starts_with('-') {
+        theme.error()
+    } else if line.starts_with("@@") || line.starts_with("diff ") {
+        theme.dim()
+    } else {
+        ratatui::style::Style::default()
+    }
+}
+
+/// The whole diff of the queue's `selected` request, from its line `scroll`, one line per row
+/// (long lines cut at the window's edge).
+pub fn diff(app: &App, buf: &mut Buffer, area: Rect, selected: usize, scroll: usize) {
+    let theme = app.theme;
+    let list = app.approvals();
+    let rect = centred(
+        area,
+        area.width.saturating_sub(2).max(20),
+        area.height.max(5),
+    );
+    let Some(record) = list.get(selected.min(list.len().saturating_sub(1))) else {
+        return;
+    };
+    let inner = window(buf, rect, &format!(" diff of {} ", record.id), theme);
+    let Some(diff) = arbor_orchestrator::action_diff(&record.action) else {
+        return;
+    };
+    let cols = usize::from(inner.width);
+    let rows = usize::from(inner.height.saturating_sub(1));
+    let lines: Vec<&str> = diff.lines().collect();
+    let scroll = scroll.min(lines.len().saturating_sub(rows));
+    for (y, line) in (inner.y..).zip(lines.iter().skip(scroll).take(rows)) {
+        put(
+            buf,
+            inner,
+            inner.x,
+            y,
+            &truncate(line, cols),
+            diff_style(line, theme),
+        );
+    }
+    let shown = (scroll + rows).min(lines.len());
+    let keys = format!(
+        "lines {}–{shown} of {} · ↑ ↓ PgUp PgDn g G move · Esc back to the queue",
+        (scroll + 1).min(shown),
+        lines.len()
+    );
+    put(
+        buf,
+        inner,
+        inner.x,
+        inner.bottom().saturating_sub(1),
+        &truncate(&keys, cols),
         theme.title(),
     );
 }

@@ -1,10 +1,12 @@
-//! Text helpers for drawing: display width, word wrapping, truncation, and writing a styled
-//! run into the buffer without going past a width. Every one of them measures and draws text as
-//! `arbor_protocol::text::visible` shows it: a control or bidi character the model or the
-//! workspace wrote appears as its escape (`\x1b`, `\u{202e}`), never dropped or obeyed.
+//! Text helpers for drawing: display width, word wrapping, truncation, a time of day, and
+//! writing a styled run into the buffer without going past a width. Every one of them measures
+//! and draws text as `arbor_protocol::text::visible` shows it: a control or bidi character the
+//! model or the workspace wrote appears as its escape (`\x1b`, `\u{202e}`), never dropped or
+//! obeyed.
 
 use std::borrow::Cow;
 
+use arbor_protocol::Timestamp;
 use arbor_protocol::text::visible;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -99,6 +101,17 @@ pub fn put(buf: &mut Buffer, area: Rect, x: u16, y: u16, text: &str, style: Styl
     let max = usize::from(area.right() - x);
     let (end, _) = buf.set_stringn(x, y, visible(text), max, style);
     end
+}
+
+/// `HH:MM:SS` of a time, UTC.
+pub fn clock(at: Timestamp) -> String {
+    let secs = at.as_millis().div_euclid(1000).rem_euclid(86_400);
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! Only the entries in view are wrapped; following, the pane shows the newest entry at the
 //! bottom.
 
-use arbor_protocol::Timestamp;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -74,7 +73,7 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         let text = format!(
             "queued {} from {}: {}",
             mail.kind.as_str(),
-            mail.author,
+            mail.sender(),
             mail.content.replace('\n', " ")
         );
         put(
@@ -102,7 +101,7 @@ fn entry_lines(entry: &Entry, cols: usize, theme: Theme) -> Vec<(String, Style)>
     let mut out = Vec::new();
     let head = format!(
         "{} {:<8} {}",
-        clock(entry.at),
+        super::text::clock(entry.at),
         entry.kind.label(),
         entry.title
     );
@@ -211,15 +210,4 @@ fn place(t: &mut Transcript, rows: usize, cols: usize, theme: Theme) {
         // The cursor's entry alone is taller than the pane: show its start.
         t.top_skip = 0;
     }
-}
-
-/// `HH:MM:SS` of a time, UTC.
-fn clock(at: Timestamp) -> String {
-    let secs = at.as_millis().div_euclid(1000).rem_euclid(86_400);
-    format!(
-        "{:02}:{:02}:{:02}",
-        secs / 3600,
-        (secs / 60) % 60,
-        secs % 60
-    )
 }

@@ -1,6 +1,9 @@
 //! The tree pane: one row per shown agent, only the rows in view built. Columns, from the
 //! most to the least needed: name, status, unread mail (`@N`) and pending approvals (`!N`),
-//! tokens, nickname, role, model, residency; those that do not fit the pane are left out.
+//! tokens, then, while some agent in view works, what each working agent does now (`now`,
+//! at least [`NOW`] wide, taking the rest of the pane), then nickname, role, model, residency;
+//! those that do not fit the pane are left out. Without room for `now`, a running agent's
+//! status says what it does in a word (`exec_command`, `thinking…`, `writing…`).
 
 use arbor_agent_graph::AgentRow;
 use arbor_protocol::AgentStatus;
@@ -24,6 +27,8 @@ const NICKNAME: usize = 12;
 const ROLE: usize = 9;
 const MODEL: usize = 14;
 const RESIDENT: usize = 5;
+/// The narrowest `now` column.
+const NOW: usize = 28;
 
 /// Which columns fit a pane of `cols` columns, given the widest name.
 #[derive(Debug, Clone, Copy)]
@@ -36,10 +41,13 @@ struct Columns {
     role: bool,
     model: bool,
     resident: bool,
+    /// The `now` column's width (0: not shown).
+    now: usize,
 }
 
 impl Columns {
-    fn fit(cols: usize, widest: usize) -> Self {
+    /// `working`: some agent in view does something, so the `now` column is wanted.
+    fn fit(cols: usize, widest: usize, working: bool) -> Self {
         let name = widest.clamp(8, 40);
         let (status, badges) = if cols < NARROW {
             (NARROW_STATUS, NARROW_BADGES)
@@ -55,21 +63,30 @@ impl Columns {
             role: false,
             model: false,
             resident: false,
+            now: 0,
         };
         let mut used = name + 1 + status + 1 + badges;
+        if used + 1 + TOKENS <= cols {
+            fit.tokens = true;
+            used += 1 + TOKENS;
+        }
+        let now = working && fit.tokens && used + 1 + NOW <= cols;
+        let reserved = if now { 1 + NOW } else { 0 };
         for (extra, flag) in [
-            (TOKENS, &mut fit.tokens),
             (NICKNAME, &mut fit.nickname),
             (ROLE, &mut fit.role),
             (MODEL, &mut fit.model),
             (RESIDENT, &mut fit.resident),
         ] {
-            if used + 1 + extra <= cols {
+            if fit.tokens && used + 1 + extra + reserved <= cols {
                 *flag = true;
                 used += 1 + extra;
             } else {
                 break;
             }
+        }
+        if now {
+            fit.now = cols - used - 1;
         }
         // A narrow pane gives the name what is left beside the status.
         if used > cols {
@@ -141,7 +158,10 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         })
         .max()
         .unwrap_or(8);
-    let cols = Columns::fit(usize::from(area.width), widest);
+    let working = shown
+        .iter()
+        .any(|row| session.activity.of(row.id).is_some());
+    let cols = Columns::fit(usize::from(area.width), widest, working);
     let theme = app.theme;
     let mut head = pad("agent", cols.name);
     head.push(' ');
@@ -154,6 +174,7 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         (cols.role, "role", ROLE),
         (cols.model, "model", MODEL),
         (cols.resident, "res", RESIDENT),
+        (cols.now > 0, "now", cols.now),
     ] {
         if on {
             head.push(' ');
@@ -181,6 +202,13 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
         let mut word = status_text(session, agent, &status);
         if cols.status < STATUS && status == AgentStatus::AwaitingApproval {
             word = "approval".to_string();
+        }
+        // Without room for the `now` column, a running agent's status says what it does.
+        if cols.now == 0
+            && status == AgentStatus::Running
+            && let Some(doing) = session.activity.of(row.id)
+        {
+            word = doing.word.clone();
         }
         x = put(
             buf,
@@ -240,6 +268,7 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
                 if resident(session, agent) { "yes" } else { "-" }.to_string(),
                 RESIDENT,
             ),
+            (cols.now > 0, now_text(session, row.id, &status), cols.now),
         ];
         for (on, text, w) in extras {
             if on {
@@ -251,6 +280,16 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
             let rest = usize::from(area.right() - x);
             put(buf, area, x, y, &" ".repeat(rest), base);
         }
+    }
+}
+
+/// Since when a working agent does what, and what: `11:10:04 exec_command: cargo test`.
+fn now_text(session: &Session, id: arbor_protocol::ThreadId, status: &AgentStatus) -> String {
+    match session.activity.of(id) {
+        Some(doing) if status.is_active() => {
+            format!("{} {}", super::text::clock(doing.since), doing.text)
+        }
+        _ => String::new(),
     }
 }
 

@@ -26,7 +26,7 @@ use arbor_scheduler::{Residency, RunQueue};
 
 pub use types::{
     AgentSnapshot, Answer, Effect, Home, Input, Registration, Revival, Scope, Ticket, Turn,
-    TurnEnd, WaitDone, WaitMode, Waiter,
+    TurnEnd, WaitDone, WaitMode, WaitReply, Waiter,
 };
 
 /// The limits and switches the decisions follow.

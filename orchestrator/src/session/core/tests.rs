@@ -194,15 +194,38 @@ impl Sim {
             Effect::Reply { answer, .. } => match answer {
                 Answer::Registered => "reply registered".to_string(),
                 Answer::Interrupted(status) => format!("reply interrupted {}", status.name()),
-                Answer::Wait(None) => "reply wait timed out".to_string(),
-                Answer::Wait(Some(WaitDone::Mail(from))) => format!(
-                    "reply wait mail from {}",
-                    from.iter()
-                        .map(AgentPath::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                Answer::Wait(Some(done)) => format!("reply wait {done:?}"),
+                Answer::Wait(reply) => {
+                    let mut text = match &reply.done {
+                        None => "reply wait timed out".to_string(),
+                        Some(WaitDone::Mail(from)) => format!(
+                            "reply wait mail from {}",
+                            from.iter()
+                                .map(AgentPath::as_str)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        Some(WaitDone::AllIdle(all)) => format!(
+                            "reply wait all idle: {}",
+                            all.iter()
+                                .map(|(path, status)| format!("{path} {}", status.name()))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        Some(done) => format!("reply wait {done:?}"),
+                    };
+                    if !reply.awaiting_approval.is_empty() {
+                        text.push_str(&format!(
+                            " (awaiting approval: {})",
+                            reply
+                                .awaiting_approval
+                                .iter()
+                                .map(AgentPath::as_str)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    text
+                }
                 Answer::Idle(snapshot) => format!("reply idle {}", snapshot.status.name()),
                 Answer::Quiet => "reply quiet".to_string(),
                 Answer::Snapshot(all) if all.len() > 3 => {
@@ -610,7 +633,122 @@ fn a_wait_for_all_ends_only_when_every_target_is_idle_at_once() {
     assert!(!replied(&s.run("/root/c", "c done")), "a is busy again");
     let out = s.run("/root/a", "a done again");
     assert!(
-        out.iter().any(|e| e.starts_with("reply wait AllIdle")),
+        out.iter().any(|e| e.starts_with("reply wait all idle")),
         "{out:?}"
     );
+}
+
+#[test]
+fn a_wait_goes_on_while_a_target_waits_for_an_approval_and_its_reply_names_it() {
+    let mut s = Sim::new(config());
+    for child in ["/root/a", "/root/b"] {
+        s.spawn(child, false);
+    }
+    s.feed(Input::Prompt {
+        agent: s.id("/root"),
+        items: Vec::new(),
+    });
+    s.feed(Input::Started {
+        agent: s.id("/root"),
+    });
+    for child in ["/root/a", "/root/b"] {
+        s.mail("/root", child, MailKind::Spawn, "task");
+        s.start(child);
+    }
+    s.feed(Input::Wait {
+        ticket: 7,
+        caller: s.id("/root"),
+        targets: None,
+        mode: WaitMode::All,
+    });
+    // a asks the user: the root's wait does not end, whoever answers.
+    assert_eq!(
+        s.feed(Input::ApprovalOpened {
+            agent: s.id("/root/a"),
+        }),
+        ["status /root/a awaiting_approval"]
+    );
+    let replied = |out: &[String]| out.iter().any(|e| e.starts_with("reply wait"));
+    assert!(!replied(&s.end("/root/b", "b done")), "a still waits");
+    assert_eq!(
+        s.feed(Input::ApprovalClosed {
+            agent: s.id("/root/a"),
+        }),
+        ["status /root/a running"]
+    );
+    let out = s.end("/root/a", "a done");
+    let reply = out.iter().find(|e| e.starts_with("reply wait"));
+    assert_eq!(
+        reply.map(String::as_str),
+        Some("reply wait all idle: /root/a completed, /root/b completed"),
+        "{out:?}"
+    );
+
+    // A wait for any over a target still asking ends on another's mail, or at its deadline,
+    // and says who is held by an approval.
+    s.spawn("/root/c", false);
+    s.mail("/root", "/root/c", MailKind::Spawn, "task c");
+    s.start("/root/c");
+    s.feed(Input::ApprovalOpened {
+        agent: s.id("/root/c"),
+    });
+    s.feed(Input::Wait {
+        ticket: 8,
+        caller: s.id("/root"),
+        targets: Some(vec![s.id("/root/c")]),
+        mode: WaitMode::Any,
+    });
+    assert_eq!(
+        s.feed(Input::WaitEnded { ticket: 8 }),
+        [
+            "status /root running",
+            "reply wait timed out (awaiting approval: /root/c)"
+        ]
+    );
+}
+
+#[test]
+fn a_wait_cut_short_with_its_turn_leaves_the_status_the_end_gave() {
+    let mut s = Sim::new(config());
+    s.spawn("/root/a", false);
+    s.feed(Input::Prompt {
+        agent: s.id("/root"),
+        items: Vec::new(),
+    });
+    s.feed(Input::Started {
+        agent: s.id("/root"),
+    });
+    s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+    s.start("/root/a");
+    s.feed(Input::Wait {
+        ticket: 9,
+        caller: s.id("/root"),
+        targets: None,
+        mode: WaitMode::All,
+    });
+    // Ctrl-C: the root's turn ends first (its wait call is cancelled), then its child's.
+    let interrupted = AgentStatus::Interrupted("user_interrupt".into());
+    s.feed(Input::TurnEnded {
+        agent: s.id("/root"),
+        end: TurnEnd {
+            status: interrupted.clone(),
+            completed: None,
+            result: None,
+            started: true,
+        },
+    });
+    let out = s.feed(Input::TurnEnded {
+        agent: s.id("/root/a"),
+        end: TurnEnd {
+            status: interrupted.clone(),
+            completed: None,
+            result: None,
+            started: true,
+        },
+    });
+    assert!(
+        !out.contains(&"status /root running".to_string()),
+        "a stale wait set the root running again: {out:?}"
+    );
+    assert_eq!(s.status("/root"), interrupted);
 }

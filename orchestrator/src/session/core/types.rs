@@ -83,8 +83,17 @@ pub enum WaitMode {
 pub enum WaitDone {
     Mail(Vec<AgentPath>),
     AllIdle(Vec<(AgentPath, AgentStatus)>),
-    Approval(AgentPath),
     NoTargets,
+}
+
+/// How a `wait_agent` ended: why (`None`: its deadline passed, or it was cancelled), and the
+/// targets waiting for an approval at that moment. An approval waits for the user or the
+/// guardian, never for the agent that waits, so it does not end a wait; the reply names who
+/// is still held by one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitReply {
+    pub done: Option<WaitDone>,
+    pub awaiting_approval: Vec<AgentPath>,
 }
 
 /// Which agents a snapshot holds: a listing copies only the agents it shows.
@@ -123,8 +132,8 @@ pub enum Answer {
     Registered,
     /// The target's status before an interrupt.
     Interrupted(AgentStatus),
-    /// A wait ended (`None`: it was cancelled).
-    Wait(Option<WaitDone>),
+    /// A wait ended.
+    Wait(WaitReply),
     /// The agent has no turn scheduled.
     Idle(AgentSnapshot),
     /// No agent has a turn scheduled.
@@ -287,13 +296,12 @@ pub enum Effect {
 /// A request answered when its condition holds.
 #[derive(Debug)]
 pub enum Waiter {
-    /// `wait_agent`; the caller's status before the wait.
+    /// `wait_agent`.
     Agents {
         ticket: Ticket,
         caller: ThreadId,
         targets: Vec<ThreadId>,
         mode: WaitMode,
-        previous: AgentStatus,
         /// Where the last check of a wait for all found a busy target: the next check looks
         /// there first, so a wait over a thousand children costs one lookup while that one
         /// stays busy.

@@ -1,11 +1,12 @@
-//! Waits and reads: `wait_agent` (mail from a target, every target idle, a target waiting for
-//! an approval), waits for one agent to be idle and for quiescence, and snapshots for listings.
-//! Every wait is checked again after each input, so none misses the change it waits for.
+//! Waits and reads: `wait_agent` (mail from a target, every target idle; a target waiting for
+//! an approval is busy, and the reply names it), waits for one agent to be idle and for
+//! quiescence, and snapshots for listings. Every wait is checked again after each input, so
+//! none misses the change it waits for.
 
 use arbor_protocol::{AgentPath, AgentStatus, ThreadId};
 
 use super::types::{
-    AgentSnapshot, Answer, Effect, Home, Scope, Ticket, WaitDone, WaitMode, Waiter,
+    AgentSnapshot, Answer, Effect, Home, Scope, Ticket, Turn, WaitDone, WaitMode, WaitReply, Waiter,
 };
 use super::{Core, Entry};
 
@@ -21,7 +22,6 @@ impl Core {
         let Some(entry) = self.agents.get(&caller) else {
             return;
         };
-        let previous = entry.status.clone();
         let targets = targets.unwrap_or_else(|| {
             entry
                 .children
@@ -40,7 +40,6 @@ impl Core {
             caller,
             targets,
             mode,
-            previous,
             busy_at: 0,
         });
     }
@@ -110,16 +109,12 @@ impl Core {
             return Some(WaitDone::NoTargets);
         }
         // Checked after every input: a wait over a thousand children must not cost a thousand
-        // lookups each time. Look for an approval only when some agent waits for one; a wait
-        // for all looks first where it last found a busy target, and scans on from there only
-        // once that one is done; a wait for any first asks whether any mail waits at all.
+        // lookups each time. A wait for all looks first where it last found a busy target, and
+        // scans on from there only once that one is done; a wait for any first asks whether
+        // any mail waits at all. A target waiting for an approval has its turn running, so it
+        // is busy: the approval waits for the user or the guardian, never for the caller, who
+        // can do nothing about it but wait on.
         let entries = || targets.iter().filter_map(|t| self.agents.get(t));
-        if self.awaiting > 0
-            && let Some(waiting) =
-                entries().find(|entry| entry.status == AgentStatus::AwaitingApproval)
-        {
-            return Some(WaitDone::Approval(waiting.path.clone()));
-        }
         match mode {
             WaitMode::Any => {
                 let mailbox = &self.agents.get(&caller)?.mailbox;
@@ -154,16 +149,24 @@ impl Core {
             Waiter::Agents {
                 ticket,
                 caller,
-                previous,
+                targets,
                 ..
             } => {
-                let status = self.agents.get(&caller).map(|entry| entry.status.clone());
-                if previous == AgentStatus::Running || status == Some(AgentStatus::Waiting) {
+                // Back to running only while the wait's turn runs: a wait whose turn ended (cut
+                // short, its call cancelled) leaves the status the end gave.
+                let waiting = self.agents.get(&caller).is_some_and(|entry| {
+                    entry.status == AgentStatus::Waiting && entry.turn == Turn::Running
+                });
+                if waiting {
                     self.set_status(caller, AgentStatus::Running);
                 }
+                let awaiting_approval = self.awaiting_approval(&targets);
                 self.emit(Effect::Reply {
                     ticket,
-                    answer: Answer::Wait(done),
+                    answer: Answer::Wait(WaitReply {
+                        done,
+                        awaiting_approval,
+                    }),
                 });
             }
             Waiter::Idle { ticket, agent } => {
@@ -179,6 +182,19 @@ impl Core {
                 answer: Answer::Quiet,
             }),
         }
+    }
+
+    /// The paths of `targets` waiting for an approval (looked for only when some agent is).
+    fn awaiting_approval(&self, targets: &[ThreadId]) -> Vec<AgentPath> {
+        if self.awaiting == 0 {
+            return Vec::new();
+        }
+        targets
+            .iter()
+            .filter_map(|target| self.agents.get(target))
+            .filter(|entry| entry.status == AgentStatus::AwaitingApproval)
+            .map(|entry| entry.path.clone())
+            .collect()
     }
 
     /// The agents of `scope`, in creation order.
