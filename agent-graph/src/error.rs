@@ -83,26 +83,44 @@ pub enum StoreError {
     /// The edge would make a thread its own ancestor.
     #[error("edge {parent} -> {child} would make a cycle")]
     Cycle { parent: ThreadId, child: ThreadId },
-    /// A session prefix shorter than [`crate::MIN_SESSION_PREFIX`].
-    #[error("session prefix `{0}` is too short: give at least 8 characters")]
+    /// Neither a handle nor an id prefix of at least [`crate::MIN_SESSION_PREFIX`] characters.
+    #[error(
+        "session `{0}` is not a handle, and as an id prefix it is too short: give at least 8 \
+         characters (`arbor sessions` lists the sessions)"
+    )]
     PrefixTooShort(String),
-    /// No session id starts with the prefix.
-    #[error("no session matches `{0}`")]
+    /// No session has this handle or an id that starts with it.
+    #[error("no session matches `{0}`: `arbor sessions` lists the sessions' handles and ids")]
     SessionNotFound(String),
-    /// Several session ids start with the prefix.
-    #[error("session prefix `{prefix}` is ambiguous: it matches {}", join_ids(.matches))]
+    /// Several sessions have ids that start with the prefix (or, made at the same moment by
+    /// two processes, this handle).
+    #[error(
+        "session `{prefix}` is ambiguous: it matches {}; give the handle or more of the id",
+        join_sessions(.matches)
+    )]
     AmbiguousSession {
         prefix: String,
-        matches: Vec<ThreadId>,
+        /// Each match's id and handle.
+        matches: Vec<(ThreadId, Option<String>)>,
     },
+    /// An option where a session was expected, other than `--last`.
+    #[error("`{0}` is not an option of this command; SESSION may be a handle, an id or --last")]
+    UnknownOption(String),
+    /// `--last` in a home that has no session yet.
+    #[error("no sessions yet in {0}: `arbor exec` starts one")]
+    NoSessions(PathBuf),
     /// A caller passed a value the store refuses.
     #[error("invalid {what}: {message}")]
     Invalid { what: &'static str, message: String },
 }
 
-fn join_ids(ids: &[ThreadId]) -> String {
-    ids.iter()
-        .map(ThreadId::to_string)
+fn join_sessions(matches: &[(ThreadId, Option<String>)]) -> String {
+    matches
+        .iter()
+        .map(|(id, handle)| match handle {
+            Some(handle) => format!("{id} ({handle})"),
+            None => id.to_string(),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -121,7 +139,28 @@ impl StoreError {
     pub fn is_lookup(&self) -> bool {
         matches!(
             self,
-            Self::SessionNotFound(_) | Self::AmbiguousSession { .. } | Self::PrefixTooShort(_)
+            Self::SessionNotFound(_)
+                | Self::AmbiguousSession { .. }
+                | Self::PrefixTooShort(_)
+                | Self::NoSessions(_)
+                | Self::UnknownOption(_)
+        )
+    }
+
+    /// Whether the file is damaged or not a store at all (random bytes, a cut file, another
+    /// program's database): a store `arbor doctor --rebuild` makes again from the logs. A store
+    /// of a newer arbor is not damaged.
+    pub fn is_damaged(&self) -> bool {
+        let source = match self {
+            Self::NotArborStore { .. } | Self::Corrupt { .. } => return true,
+            Self::Sqlite { source, .. }
+            | Self::Open { source, .. }
+            | Self::Migration { source, .. } => source,
+            _ => return false,
+        };
+        matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
         )
     }
 

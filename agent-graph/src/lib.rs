@@ -29,6 +29,7 @@ mod error;
 mod mail;
 mod overrides;
 mod persist;
+mod readonly;
 mod retention;
 mod schema;
 pub mod state;
@@ -46,6 +47,6 @@ pub use overrides::{AnswerOutcome, ApprovalOverride, OverrideKey, answer_outcome
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
 pub use state::{AgentRow, LogPosition, MailRow, SessionState};
 pub use store::{STATE_FILE_NAME, Store};
-pub use threads::{MIN_SESSION_PREFIX, ThreadRecord};
+pub use threads::{LAST_SESSION, MIN_SESSION_PREFIX, ThreadRecord};
 pub use tree::SessionTree;
 pub use worktrees::WorktreeRecord;

@@ -9,7 +9,7 @@ use crate::approvals::{approval_from_row, insert_or_replace_approval};
 use crate::error::{Fail, OpResult};
 use crate::overrides::{override_from_row, upsert_override};
 use crate::state::{AgentRow, Changes, LogPosition, MailRow, SessionState};
-use crate::threads::{RawThread, THREAD_COLUMNS};
+use crate::threads::{RawThread, THREAD_COLUMN_COUNT, THREAD_COLUMNS};
 use crate::{EdgeStatus, Store, StoreError};
 
 const EXTRA_COLUMNS: &str = "turn_open, last_end, last_end_reason, tokens_in, tokens_cached, tokens_out, last_seq, \
@@ -110,7 +110,7 @@ fn load(conn: &Connection, session: ThreadId) -> OpResult<SessionState> {
 
 fn agent_from_row(row: &Row<'_>) -> OpResult<AgentRow> {
     let record = RawThread::from_row(row)?.into_record()?;
-    let base = 17;
+    let base = THREAD_COLUMN_COUNT;
     let last_end: Option<String> = row.get(base + 1)?;
     let last_end = last_end
         .map(|name| {
@@ -196,9 +196,9 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
         "INSERT INTO threads (id, session_id, parent_id, path, depth, nickname, role, model,
              effort, sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at,
              turn_open, last_end, last_end_reason, tokens_in, tokens_cached, tokens_out, last_seq,
-             tokens_compaction, provider, tokens_cache_write)
+             tokens_compaction, provider, tokens_cache_write, handle)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-             ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+             ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)
          ON CONFLICT (id) DO UPDATE SET status = excluded.status,
              status_reason = excluded.status_reason, updated_at = excluded.updated_at,
              turn_open = excluded.turn_open, last_end = excluded.last_end,
@@ -234,6 +234,7 @@ fn write_thread(conn: &Connection, row: &AgentRow) -> OpResult<()> {
         signed(row.usage.compaction_tokens),
         r.meta.provider,
         signed(row.usage.cache_write_tokens),
+        r.meta.handle,
     ])?;
     if let (Some(parent), Some(edge)) = (r.parent_id(), row.edge) {
         conn.prepare_cached(

@@ -185,6 +185,7 @@ ALTER TABLE threads ADD COLUMN tokens_compaction INTEGER NOT NULL DEFAULT 0;
 "#,
     crate::threads::PROVIDER_MIGRATION,
     crate::mail::MIGRATION,
+    crate::threads::HANDLE_MIGRATION,
 ];
 
 /// Opens the read-write connection, checks the file is an arbor store (or new), migrates it to
@@ -228,16 +229,14 @@ fn relativize_paths(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 /// Whether the store at `path` exists and is older than this build's schema (a reader must
 /// then migrate it first). A missing file is refused like any store that cannot be opened.
 pub(crate) fn needs_migration(path: &Path) -> Result<bool, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = open(path, flags)?;
+    let conn = crate::readonly::open(path)?;
     let version = check_identity(&conn, path)?;
     Ok(version < SCHEMA_VERSION)
 }
 
 /// Opens one more read-only connection to a store the writer has already checked.
 pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = open(path, flags)?;
+    let conn = crate::readonly::open(path)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .and_then(|()| tune(&conn))
         .map_err(|err| classify(path, err))?;
@@ -245,7 +244,7 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
+pub(crate) fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
         path: path.to_path_buf(),
         source,
@@ -343,7 +342,7 @@ fn check_identity(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
 
 /// Maps a failure while reading the header: "not a database" and friends become
 /// [`StoreError::NotArborStore`], everything else an open error.
-fn classify(path: &Path, err: rusqlite::Error) -> StoreError {
+pub(crate) fn classify(path: &Path, err: rusqlite::Error) -> StoreError {
     match err.sqlite_error_code() {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::NotArborStore {
             path: path.to_path_buf(),

@@ -13,6 +13,16 @@ use crate::{Store, StoreError};
 /// Shortest session-id prefix [`Store::find_session_by_prefix`] accepts.
 pub const MIN_SESSION_PREFIX: usize = 8;
 
+/// The migration that gives a session root its handle, the short name commands take beside
+/// its id.
+pub(crate) const HANDLE_MIGRATION: &str = r#"
+ALTER TABLE threads ADD COLUMN handle TEXT;
+CREATE INDEX threads_by_handle ON threads (handle) WHERE handle IS NOT NULL;
+"#;
+
+/// What a command line passes as SESSION for the newest session.
+pub const LAST_SESSION: &str = "--last";
+
 /// One indexed thread: its rollout header (the one identity type of an agent, shared with the
 /// rollout and the orchestrator), its last status and where its rollout is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,11 +76,14 @@ ALTER TABLE threads ADD COLUMN tokens_cache_write INTEGER NOT NULL DEFAULT 0;
 
 pub(crate) const THREAD_COLUMNS: &str = "t.id, t.session_id, t.parent_id, t.path, t.depth, \
     t.nickname, t.role, t.model, t.effort, t.sandbox, t.cwd, t.status, t.status_reason, \
-    t.rollout_path, t.created_at, t.updated_at, t.provider";
+    t.rollout_path, t.created_at, t.updated_at, t.provider, t.handle";
+
+/// How many columns [`THREAD_COLUMNS`] names (a query's later columns start here).
+pub(crate) const THREAD_COLUMN_COUNT: usize = 18;
 
 const COLUMNS: &str = "id, session_id, parent_id, path, depth, nickname, role, model, effort, \
                        sandbox, cwd, status, status_reason, rollout_path, created_at, updated_at, \
-                       provider";
+                       provider, handle";
 
 impl Store {
     /// One thread's record.
@@ -102,6 +115,66 @@ impl Store {
         })
     }
 
+    /// The root thread of the session `name` names: [`LAST_SESSION`] (the newest), its
+    /// handle, its id, or a unique prefix of its id (case-insensitive).
+    pub fn find_session(&self, name: &str) -> Result<ThreadRecord, StoreError> {
+        let wanted = name.trim().to_ascii_lowercase();
+        if wanted == LAST_SESSION {
+            return self.newest_session()?.ok_or_else(|| {
+                StoreError::NoSessions(self.path().parent().unwrap_or(self.path()).to_path_buf())
+            });
+        }
+        if wanted.starts_with('-') {
+            return Err(StoreError::UnknownOption(name.to_string()));
+        }
+        if arbor_protocol::is_handle(&wanted) {
+            let mut found = self.read("find session by handle", |conn| {
+                query(
+                    conn,
+                    &format!(
+                        "SELECT {COLUMNS} FROM threads
+                         WHERE handle = ?1 AND parent_id IS NULL ORDER BY id LIMIT 10"
+                    ),
+                    params![wanted],
+                )
+            })?;
+            return match found.len() {
+                0 => Err(StoreError::SessionNotFound(name.to_string())),
+                1 => found
+                    .pop()
+                    .ok_or_else(|| StoreError::SessionNotFound(name.to_string())),
+                _ => Err(ambiguous(name, found)),
+            };
+        }
+        self.find_session_by_prefix(name)
+    }
+
+    /// The newest session's root, if there is one.
+    pub fn newest_session(&self) -> Result<Option<ThreadRecord>, StoreError> {
+        let mut found = self.read("find the newest session", |conn| {
+            query(
+                conn,
+                &format!(
+                    "SELECT {COLUMNS} FROM threads WHERE parent_id IS NULL
+                     ORDER BY created_at DESC, id DESC LIMIT 1"
+                ),
+                params![],
+            )
+        })?;
+        Ok(found.pop())
+    }
+
+    /// Whether a session already has `handle`.
+    pub fn handle_taken(&self, handle: &str) -> Result<bool, StoreError> {
+        self.read("look a handle up", |conn| {
+            let taken = conn
+                .prepare_cached("SELECT 1 FROM threads WHERE handle = ?1 LIMIT 1")?
+                .query_row([handle], |_| Ok(()))
+                .optional()?;
+            Ok(taken.is_some())
+        })
+    }
+
     /// The root thread of the one session whose id starts with `prefix` (at least
     /// [`MIN_SESSION_PREFIX`] characters, case-insensitive).
     pub fn find_session_by_prefix(&self, prefix: &str) -> Result<ThreadRecord, StoreError> {
@@ -126,11 +199,18 @@ impl Store {
             1 => found
                 .pop()
                 .ok_or_else(|| StoreError::SessionNotFound(prefix.to_string())),
-            _ => Err(StoreError::AmbiguousSession {
-                prefix: prefix.to_string(),
-                matches: found.into_iter().map(|record| record.id()).collect(),
-            }),
+            _ => Err(ambiguous(prefix, found)),
         }
+    }
+}
+
+fn ambiguous(name: &str, found: Vec<ThreadRecord>) -> StoreError {
+    StoreError::AmbiguousSession {
+        prefix: name.to_string(),
+        matches: found
+            .into_iter()
+            .map(|record| (record.id(), record.meta.handle))
+            .collect(),
     }
 }
 
@@ -182,6 +262,7 @@ pub(crate) struct RawThread {
     created_at: i64,
     updated_at: i64,
     provider: Option<String>,
+    handle: Option<String>,
 }
 
 impl RawThread {
@@ -204,6 +285,7 @@ impl RawThread {
             created_at: row.get(14)?,
             updated_at: row.get(15)?,
             provider: row.get(16)?,
+            handle: row.get(17)?,
         })
     }
 
@@ -230,6 +312,7 @@ impl RawThread {
                 cwd: self.cwd,
                 format_version: ROLLOUT_FORMAT_VERSION,
                 repository: None,
+                handle: self.handle,
             },
             status,
             rollout_path: self.rollout_path,

@@ -271,6 +271,7 @@ mod tests {
             cwd: "/".into(),
             format_version: arbor_protocol::ROLLOUT_FORMAT_VERSION,
             repository: None,
+            handle: None,
         }
     }
 

@@ -57,6 +57,7 @@ pub fn meta() -> SessionMeta {
         cwd: "/bench".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
         repository: None,
+        handle: None,
     }
 }
 

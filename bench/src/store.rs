@@ -52,6 +52,7 @@ pub fn meta(
         cwd: "/bench".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
         repository: None,
+        handle: None,
     }
 }
 

@@ -72,7 +72,9 @@ pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
         return crate::output::out(writeln!(stdout, "{}", Value::Array(rows)));
     }
     if records.is_empty() {
-        eprintln!("no approval requests in session {}", view.root.id());
+        let (id, handle) = (view.root.id(), view.root.meta.handle.as_deref());
+        let label = crate::output::session_label(id, handle);
+        eprintln!("no approval requests in session {label}");
     }
     for record in records {
         let decided = match record.decided_by {

@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod engine;
+mod mcp;
+mod worktrees;
 pub use engine::{EngineArgs, EngineCommand, EngineCommandArgs, EngineKind, UpArgs, WorkerArgs};
+pub use mcp::{McpArgs, McpCommand, McpListArgs};
+pub use worktrees::{DiffArgs, MergeArgs, StrategyArg};
 
 /// arbor runs a tree of LLM coding agents on your code.
 #[derive(Debug, Parser)]
@@ -36,7 +40,9 @@ pub enum Command {
     Interrupt(TargetArgs),
     /// Close TARGET: its edge is closed and it and its descendants stop.
     Close(TargetArgs),
-    /// Check the store against the rollouts; --rebuild rebuilds it from the rollouts.
+    /// Check the environment (config, roles, rules, git, the sandbox, MCP servers, the model
+    /// server) and the store and rollouts against the session logs; --rebuild rebuilds the
+    /// store from the logs.
     Doctor(DoctorArgs),
     /// Show a session's spawn tree.
     Tree(TreeArgs),
@@ -86,68 +92,6 @@ pub enum Command {
     Worker(WorkerArgs),
     /// A local Restate engine for development: `arbor engine up`.
     Engine(EngineCommandArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct McpArgs {
-    #[command(subcommand)]
-    pub command: McpCommand,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum McpCommand {
-    /// List the configured MCP servers: how each is reached, whether it starts, its tools.
-    List(McpListArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct McpListArgs {
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// The workspace whose configuration to read (default: the current directory).
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// Session id (or a unique prefix of at least 8 characters).
-    pub session: String,
-    /// Agent path or thread id (a closed agent's kept worktree too).
-    pub target: String,
-    /// Only this file or directory (relative to the agent's cwd).
-    pub path: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct MergeArgs {
-    /// Session id (or a unique prefix of at least 8 characters).
-    pub session: String,
-    /// Agent path or thread id (a closed agent's kept worktree too).
-    pub target: String,
-    /// The checkout to merge into (default: the one the agent forked from).
-    #[arg(long, value_name = "DIR")]
-    pub into: Option<PathBuf>,
-    /// How conflicting hunks are resolved.
-    #[arg(long, value_enum, default_value = "merge")]
-    pub strategy: StrategyArg,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `--strategy` of `arbor merge`.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum StrategyArg {
-    /// Conflicts are reported and nothing is written.
-    Merge,
-    /// The target checkout's side wins conflicting hunks.
-    Ours,
-    /// The agent's side wins conflicting hunks.
-    Theirs,
-    /// Both sides' lines are kept.
-    Union,
 }
 
 #[derive(Debug, Args)]
@@ -204,6 +148,19 @@ pub struct RunOptions {
     pub no_project_docs: bool,
 }
 
+impl RunOptions {
+    /// The options of a run that names none: what clap gives `arbor exec -`.
+    pub fn defaults() -> Option<Self> {
+        match Cli::try_parse_from(["arbor", "exec", "-"]) {
+            Ok(Cli {
+                command: Some(Command::Exec(ExecArgs { run, .. })),
+                ..
+            }) => Some(run),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ExecArgs {
     /// The task for the root agent; `-` reads it from stdin.
@@ -222,7 +179,7 @@ pub struct ExecArgs {
 #[derive(Debug, Args)]
 #[command(mut_arg("json", |arg| arg.hide(true)))]
 pub struct UiArgs {
-    /// The session to attach to (an id or a unique prefix of at least 8 characters).
+    /// The session to attach to: its handle (`amber-otter`), its id or a unique prefix of it.
     pub session: Option<String>,
     /// Attach to the newest session.
     #[arg(long)]
@@ -233,13 +190,17 @@ pub struct UiArgs {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// SESSION (an id or a unique prefix of at least 8 characters) then an optional PROMPT
-    /// (`-` reads it from stdin); with --last, only the optional PROMPT.
+    /// SESSION (its handle, its id or a unique prefix of it) then an optional PROMPT (`-`
+    /// reads it from stdin); with --last, only the optional PROMPT.
     #[arg(value_name = "SESSION_AND_PROMPT", num_args = 0..=2)]
     pub words: Vec<String>,
     /// Resume the newest session.
     #[arg(long)]
     pub last: bool,
+    /// Run again the turns the last run left interrupted (Ctrl-C, a crash, --no-wait-children)
+    /// and run the tree until it is quiescent, as `exec` does; with PROMPT, the root gets it.
+    #[arg(long = "continue")]
+    pub continue_interrupted: bool,
     #[command(flatten)]
     pub run: RunOptions,
     #[command(flatten)]
@@ -248,6 +209,9 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// Agent path or thread id.
     pub target: String,
@@ -258,6 +222,9 @@ pub struct SendArgs {
 
 #[derive(Debug, Args)]
 pub struct FollowupArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// Agent path or thread id.
     pub target: String,
@@ -272,6 +239,9 @@ pub struct FollowupArgs {
 /// the workspace whose configuration applies), not the ones that shape a run.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// Agent path or thread id.
     pub target: String,
@@ -313,6 +283,9 @@ pub struct GcArgs {
 
 #[derive(Debug, Args)]
 pub struct TargetArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// Agent path or thread id.
     pub target: String,
@@ -325,9 +298,17 @@ pub struct TargetArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Rebuild state.sqlite from the rollouts and session journals (the old file is kept).
+    /// Rebuild state.sqlite from the session logs (the old file, damaged or not, is kept
+    /// beside it).
     #[arg(long)]
     pub rebuild: bool,
+    /// Skip the checks that need the network: the model server, MCP servers over HTTP.
+    #[arg(long)]
+    pub offline: bool,
+    /// The workspace whose configuration, roles and rules to check (default: the current
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -339,7 +320,9 @@ pub struct JsonArgs {
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// Session id (or a unique prefix of at least 8 characters).
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     #[arg(long)]
     pub json: bool,
@@ -349,6 +332,9 @@ pub struct ReadArgs {
 
 #[derive(Debug, Args)]
 pub struct TreeArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     #[arg(long)]
     pub json: bool,
@@ -363,6 +349,9 @@ pub struct TreeArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// Agent path or thread id (default: /root).
     pub target: Option<String>,
@@ -385,7 +374,9 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
-    /// Session id (or a unique prefix of at least 8 characters).
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// The approval request's id (see `arbor approvals`).
     pub request_id: String,
@@ -395,6 +386,9 @@ pub struct AnswerArgs {
 
 #[derive(Debug, Args)]
 pub struct MailArgs {
+    /// The session: its handle (`amber-otter`), its id or a unique prefix of it, or --last for
+    /// the newest.
+    #[arg(allow_hyphen_values = true)]
     pub session: String,
     /// Agent path or thread id (default: /root).
     pub target: Option<String>,

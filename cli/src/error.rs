@@ -65,10 +65,11 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
             | E::Engine(_)
             | E::Stopped => 1,
         };
-        Self {
-            code,
-            message: err.to_string(),
-        }
+        let message = match &err {
+            E::Store(store) => store_message(store),
+            _ => err.to_string(),
+        };
+        Self { code, message }
     }
 }
 
@@ -77,7 +78,19 @@ impl From<arbor_agent_graph::StoreError> for CliError {
         if err.is_lookup() {
             return Self::usage(err.to_string());
         }
-        Self::failed(err.to_string())
+        Self::failed(store_message(&err))
+    }
+}
+
+/// A store error as the user reads it: a damaged store says how to make it again.
+fn store_message(err: &arbor_agent_graph::StoreError) -> String {
+    if err.is_damaged() {
+        format!(
+            "{err}; `arbor doctor --rebuild` makes the store again from the session logs, keeping \
+             this file beside it"
+        )
+    } else {
+        err.to_string()
     }
 }
 

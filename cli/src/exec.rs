@@ -1,6 +1,6 @@
 //! `arbor exec`: start a session, run the tree until it is quiescent, print the root's answer.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use crate::providers::Plan;
 
 /// Runs `arbor exec` and returns the exit code.
 pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
-    let prompt = read_prompt(&args.prompt)?;
+    let prompt = crate::session::read_prompt(&args.prompt)?;
     let workspace = workspace_of(&args.run)?;
     let file = crate::config::load(&home, &workspace)?;
     let model = build_model(&args.run, &file)?;
@@ -28,11 +28,20 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
         terminal_attached(&args.prompt),
     )?;
     let retained = match &file.retention {
-        Some(retention) => crate::gc::retain(home, retention).await?,
+        Some(retention) => crate::gc::retain(home.clone(), retention).await?,
         None => None,
     };
     let orch = Orchestrator::new(config, model).await?;
-    let code = run_root(&orch, &prompt, mode_of(&args.run), args.no_wait_children).await;
+    let hint = crate::hint::resume_continue(&home, &args.run, &crate::hint::session_name(&orch));
+    let start = Start::Prompt(&prompt);
+    let code = run_root(
+        &orch,
+        start,
+        mode_of(&args.run),
+        args.no_wait_children,
+        &hint,
+    )
+    .await;
     // Reported last: the first line on stderr names the session.
     if let Some(note) = retained {
         eprintln!("{note}");
@@ -49,7 +58,7 @@ pub fn mode_of(run: &RunOptions) -> Mode {
 pub struct Console {
     stop_printer: tokio::sync::oneshot::Sender<()>,
     printer: tokio::task::JoinHandle<()>,
-    signals: Signals,
+    signals: crate::signals::Signals,
 }
 
 impl Console {
@@ -57,7 +66,7 @@ impl Console {
     pub fn attach(orch: &Orchestrator, mode: Mode) -> Self {
         // Before anything runs: a Ctrl-C right after the first event must interrupt the tree,
         // not kill the process.
-        let signals = Signals::listen();
+        let signals = crate::signals::Signals::listen();
         let approvals = crate::output::Approvals {
             prompting: crate::prompt::start(orch),
             wait: orch.approval_wait(),
@@ -101,29 +110,49 @@ impl Console {
     }
 }
 
-/// Gives the root `prompt`, runs the tree until it is quiescent (or Ctrl-C), shuts down and
-/// prints the root's answer. Returns the exit code.
+/// What a run of the root starts with.
+#[derive(Debug, Clone, Copy)]
+pub enum Start<'a> {
+    /// The root gets this prompt.
+    Prompt(&'a str),
+    /// The turns the last run left interrupted run again; the root gets the prompt, if any.
+    Continue(Option<&'a str>),
+}
+
+/// Starts the run (see [`Start`]), runs the tree until it is quiescent (or Ctrl-C: `hint` is
+/// the command that continues it), shuts down and prints the root's answer. Returns the exit
+/// code.
 pub async fn run_root(
     orch: &Orchestrator,
-    prompt: &str,
+    start: Start<'_>,
     mode: Mode,
     no_wait_children: bool,
+    hint: &str,
 ) -> Result<u8, CliError> {
     let console = Console::attach(orch, mode);
-    if let Err(err) = orch.start(prompt).await {
+    let (prompt, continued) = match start {
+        Start::Prompt(prompt) => (Some(prompt), None),
+        Start::Continue(prompt) => (
+            prompt,
+            Some(orch.continue_interrupted(prompt.is_some()).await),
+        ),
+    };
+    if let Some(prompt) = prompt
+        && let Err(err) = orch.start(prompt).await
+    {
         console.close(orch).await;
         return Err(err.into());
     }
     let interrupted = console.run_until(orch, drive(orch, no_wait_children)).await;
+    if continued.is_some_and(|paths| paths.is_empty()) {
+        eprintln!("no turn of this session was left interrupted");
+    }
     report_budget(orch).await;
     if let Some(failure) = orch.failure() {
         return Err(CliError::failed(failure));
     }
     if interrupted {
-        eprintln!(
-            "interrupted: state saved; resume with `arbor resume {}`",
-            orch.session_id()
-        );
+        eprintln!("interrupted: state saved; continue with `{hint}`");
         return Ok(EXIT_INTERRUPTED);
     }
     if mode == Mode::Human
@@ -178,56 +207,6 @@ pub fn sandbox_notices(orch: &Orchestrator) -> Vec<String> {
         status.label,
         status.notes.join("; ")
     )]
-}
-
-/// Ctrl-C (SIGINT) and SIGTERM, caught from the moment this is made.
-struct Signals {
-    interrupt: Option<tokio::signal::unix::Signal>,
-    terminate: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn listen() -> Self {
-        use tokio::signal::unix::{SignalKind, signal};
-        Self {
-            interrupt: signal(SignalKind::interrupt()).ok(),
-            terminate: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    /// Resolves on the first of them (never, for one that could not be caught).
-    async fn first(&mut self) {
-        async fn one(signal: Option<&mut tokio::signal::unix::Signal>) {
-            match signal {
-                Some(signal) => {
-                    signal.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        }
-        tokio::select! {
-            () = one(self.interrupt.as_mut()) => {}
-            () = one(self.terminate.as_mut()) => {}
-        }
-    }
-}
-
-pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
-    let text = if prompt == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|err| {
-            CliError::usage(format!("could not read the prompt from stdin: {err}"))
-        })?;
-        text
-    } else {
-        prompt.to_string()
-    };
-    if text.trim().is_empty() {
-        return Err(CliError::usage(
-            "the prompt is empty: give the root agent a task",
-        ));
-    }
-    Ok(text)
 }
 
 /// The model client the options and config ask for: every provider of the run behind one

@@ -10,6 +10,7 @@ mod doctor;
 mod error;
 mod exec;
 mod gc;
+mod hint;
 mod logtext;
 mod mcp;
 mod memory;
@@ -22,6 +23,7 @@ mod restate;
 mod screen;
 mod script;
 mod session;
+mod signals;
 mod summary;
 mod trust;
 mod ui;
@@ -132,7 +134,7 @@ fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Interrupt(args) => acts::interrupt(&home, &args),
         Command::Close(args) => acts::close(&home, &args),
         Command::Doctor(args) if args.rebuild => doctor::rebuild(&home),
-        Command::Doctor(_) => doctor::check(&home),
+        Command::Doctor(args) => runtime()?.block_on(doctor::check(&home, &args)),
         Command::Tree(args) if args.engine.engine == args::EngineKind::Restate => {
             runtime()?.block_on(restate::tree(&args)).map(|()| 0)
         }

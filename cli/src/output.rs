@@ -75,7 +75,7 @@ pub fn spawn_printer(
                 }
                 return;
             };
-            if let Event::SessionStarted { session_id } = &line.event {
+            if let Event::SessionStarted { session_id, .. } = &line.event {
                 session = Some(*session_id);
             }
             if prompting && matches!(line.event, Event::ApprovalRequested { .. }) {
@@ -230,9 +230,21 @@ pub fn answer(text: &str) -> std::borrow::Cow<'_, str> {
     visible_lines(text, "")
 }
 
-/// An event's progress line as printed: one line, controls escaped.
+/// An event's progress line as printed: one line, controls escaped (the session's start is two
+/// lines of arbor's own: its id, then its handle).
 fn human_line(event: &Event) -> Option<String> {
+    if matches!(event, Event::SessionStarted { .. }) {
+        return human(event);
+    }
     human(event).map(|text| visible(&text).into_owned())
+}
+
+/// A session as the first stderr line names it: its id and, in brackets, its handle.
+pub fn session_label(id: arbor_protocol::ThreadId, handle: Option<&str>) -> String {
+    match handle {
+        Some(handle) => format!("{id} ({handle})"),
+        None => id.to_string(),
+    }
 }
 
 fn short(text: &str) -> String {
@@ -241,7 +253,11 @@ fn short(text: &str) -> String {
 
 fn human(event: &Event) -> Option<String> {
     Some(match event {
-        Event::SessionStarted { session_id } => format!("session: {session_id}"),
+        // The first line is `session: <id>` exactly (scripts read it); the handle follows.
+        Event::SessionStarted { session_id, handle } => match handle {
+            Some(handle) => format!("session: {session_id}\nhandle: {handle}"),
+            None => format!("session: {session_id}"),
+        },
         Event::AgentSpawned {
             path,
             nickname,

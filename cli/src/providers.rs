@@ -177,6 +177,19 @@ impl Plan {
         catalog
     }
 
+    /// The default provider's kind and configuration, its key read, for a check that talks to
+    /// it (`arbor doctor`); `None` for the scripted model.
+    pub fn default_http(&self) -> Result<Option<(ProviderKind, HttpProviderConfig)>, CliError> {
+        match self.providers.get(&self.default) {
+            Some(Planned::Http { kind, config }) => {
+                let mut config = config.clone();
+                config.api_key = key(*kind, &config).map_err(|err| usage(err.to_string()))?;
+                Ok(Some((*kind, config)))
+            }
+            Some(Planned::Script) | None => Ok(None),
+        }
+    }
+
     /// The session's model, without its provider.
     pub fn model(&self) -> Option<&str> {
         self.model.as_deref()

@@ -53,6 +53,9 @@ impl Row<'_> {
             "pending_approvals": self.pending_approvals,
             "usage": self.row.usage,
         });
+        if let Some(handle) = &record.meta.handle {
+            value["handle"] = json!(handle);
+        }
         if let Some((summary, branch)) = &self.worktree {
             value["changes"] = crate::worktrees::summary_json(summary);
             value["branch"] = json!(branch);
@@ -180,6 +183,10 @@ pub fn agents(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
 
 pub fn tree(home: &Path, args: &TreeArgs) -> Result<(), CliError> {
     let view = open_session(home, &args.session)?;
+    if !args.json && args.format == TreeFormat::Text {
+        let (id, handle) = (view.root.id(), view.root.meta.handle.as_deref());
+        eprintln!("session: {}", crate::output::session_label(id, handle));
+    }
     print_tree(home, &view, args)
 }
 
@@ -237,6 +244,17 @@ fn nest(rows: &[Row<'_>], id: ThreadId) -> Value {
 }
 
 pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
+    // A fresh home has no store yet: no sessions, which is no error.
+    let list = if home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
+        session_list(home)?
+    } else {
+        Vec::new()
+    };
+    print_sessions(home, &list, json)
+}
+
+/// Every session of the home as `sessions --json` shows it, newest first.
+fn session_list(home: &Path) -> Result<Vec<Value>, CliError> {
     let store = open_store(home)?;
     let mut list = Vec::new();
     for root in store.sessions()? {
@@ -247,6 +265,7 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
         let size = arbor_orchestrator::retention::look(home, &store, &root)?.bytes;
         list.push(json!({
             "id": root.id(),
+            "handle": root.meta.handle,
             "created_at": root.created_at,
             "cwd": root.meta.cwd,
             "prompt": first_prompt(&home.join(&root.rollout_path)),
@@ -255,17 +274,33 @@ pub fn sessions(home: &Path, json: bool) -> Result<(), CliError> {
             "size_bytes": size,
         }));
     }
+    Ok(list)
+}
+
+fn print_sessions(home: &Path, list: &[Value], json: bool) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     if json {
-        return out(writeln!(stdout, "{}", Value::Array(list)));
+        return out(writeln!(stdout, "{}", Value::Array(list.to_vec())));
     }
-    for s in &list {
+    if list.is_empty() {
+        eprintln!(
+            "no sessions yet in {}: `arbor exec` starts one",
+            home.display()
+        );
+    }
+    let width = list
+        .iter()
+        .map(|s| s["handle"].as_str().map_or(1, str::len))
+        .max()
+        .unwrap_or(0);
+    for s in list {
         let prompt = s["prompt"].as_str().unwrap_or("");
         let status: AgentStatus =
             serde_json::from_value(s["status"].clone()).unwrap_or(AgentStatus::NotFound);
         out(writeln!(
             stdout,
-            "{}  {}  {}  {}  {}  {}",
+            "{:width$}  {}  {}  {}  {}  {}  {}",
+            s["handle"].as_str().unwrap_or("-"),
             s["id"].as_str().unwrap_or(""),
             s["created_at"].as_str().unwrap_or(""),
             arbor_protocol::text::count(

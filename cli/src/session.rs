@@ -1,7 +1,7 @@
 //! Commands on an existing session: `resume`, `send`, `followup`, `interrupt`, `close`. They
 //! work whether or not another process drives the session.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use arbor_model::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
@@ -11,8 +11,7 @@ use arbor_protocol::{AgentStatus, MailKind};
 use crate::args::{FollowupArgs, ResumeArgs};
 use crate::error::{CliError, EXIT_INTERRUPTED};
 use crate::exec::{
-    Console, build_model, mode_of, read_prompt, run_config, run_root, terminal_attached,
-    workspace_of,
+    Console, Start, build_model, mode_of, run_config, run_root, terminal_attached, workspace_of,
 };
 
 /// Whether a terminal can answer approvals in `arbor resume`: its prompt (the last word, when
@@ -54,20 +53,11 @@ pub(crate) fn external(err: OrchestratorError) -> CliError {
     }
 }
 
-/// The newest session's id, for `--last`.
-pub fn last_session(home: &Path) -> Result<String, CliError> {
-    let store = crate::read::open_store(home)?;
-    let newest = store.sessions()?.into_iter().next();
-    newest
-        .map(|root| root.id().to_string())
-        .ok_or_else(|| CliError::usage(format!("no sessions in {}", home.display())))
-}
-
 pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
     crate::read::open_store(&home)?;
     let mut words = args.words.iter();
     let session = if args.last {
-        last_session(&home)?
+        arbor_agent_graph::LAST_SESSION.to_string()
     } else {
         words
             .next()
@@ -80,23 +70,36 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
             "too many arguments: arbor resume <SESSION | --last> [PROMPT]",
         ));
     }
+    let runs = prompt.is_some() || args.continue_interrupted;
     let file = crate::config::load(&home, &workspace_of(&args.run)?)?;
-    let model: Arc<dyn ModelClient> = match prompt {
-        Some(_) => build_model(&args.run, &file)?,
-        None => Arc::new(NoModel),
+    let model: Arc<dyn ModelClient> = if runs {
+        build_model(&args.run, &file)?
+    } else {
+        Arc::new(NoModel)
     };
-    let terminal = prompt.is_some() && terminal_for_resume(&args.words);
+    let terminal = runs && terminal_for_resume(&args.words);
     let config = run_config(home.clone(), &args.run, &file, terminal)?;
     let (orch, info) = Orchestrator::resume(config, model, &session).await?;
     for notice in &info.notices {
         eprintln!("notice: {notice}");
     }
-    let Some(prompt) = prompt else {
+    let hint = crate::hint::resume_continue(&home, &args.run, &crate::hint::session_name(&orch));
+    if !runs {
+        let label = crate::output::session_label(orch.session_id(), orch.handle());
         eprintln!(
-            "session: {} ({})",
-            orch.session_id(),
+            "session: {label}, {}",
             arbor_protocol::text::count(info.agents, "agent", "agents")
         );
+        let interrupted = orch
+            .agents()
+            .await
+            .into_iter()
+            .filter(|agent| !agent.closed && matches!(agent.status, AgentStatus::Interrupted(_)))
+            .count();
+        if interrupted > 0 {
+            let turns = arbor_protocol::text::count(interrupted, "turn was", "turns were");
+            eprintln!("{turns} left interrupted; `{hint}` runs them again");
+        }
         orch.shutdown("shutdown").await;
         let tree = crate::args::TreeArgs {
             session: orch.session_id().to_string(),
@@ -108,13 +111,21 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
                 restate_url: None,
             },
         };
-        crate::read::tree(&home, &tree)?;
+        let view = arbor_orchestrator::SessionView::open(&home, &tree.session)?;
+        crate::read::print_tree(&home, &view, &tree)?;
         return Ok(0);
-    };
+    }
     // Turns the last run still owed (spawned or followed-up children that never started)
-    // are granted first, within the running cap.
-    orch.finish_owed();
-    run_root(&orch, &prompt, mode_of(&args.run), false).await
+    // are granted first, within the running cap (with --continue, in the same step as the
+    // interrupted ones).
+    if !args.continue_interrupted {
+        orch.finish_owed();
+    }
+    let start = match &prompt {
+        Some(prompt) if !args.continue_interrupted => Start::Prompt(prompt),
+        prompt => Start::Continue(prompt.as_deref()),
+    };
+    run_root(&orch, start, mode_of(&args.run), false, &hint).await
 }
 
 pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError> {
@@ -146,7 +157,7 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     }
     let file = crate::config::load(&home, &workspace_of(&args.run)?)?;
     let model = build_model(&args.run, &file)?;
-    let mut config = run_config(home, &args.run, &file, terminal_attached(""))?;
+    let mut config = run_config(home.clone(), &args.run, &file, terminal_attached(""))?;
     config.root_driven = false;
     let (orch, info) = Orchestrator::resume(config, model, &root.id().to_string()).await?;
     for notice in &info.notices {
@@ -167,6 +178,9 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
     };
     let interrupted = console.run_until(&orch, orch.wait_quiescent()).await;
     if interrupted {
+        let hint =
+            crate::hint::resume_continue(&home, &args.run, &crate::hint::session_name(&orch));
+        eprintln!("interrupted: state saved; continue with `{hint}`");
         return Ok(EXIT_INTERRUPTED);
     }
     let target = orch.agent(&mail.recipient).await;
@@ -183,4 +197,23 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
             Ok(1)
         }
     }
+}
+
+/// The root's prompt: the argument, or stdin for `-`; an empty one is refused.
+pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
+    let text = if prompt == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|err| {
+            CliError::usage(format!("could not read the prompt from stdin: {err}"))
+        })?;
+        text
+    } else {
+        prompt.to_string()
+    };
+    if text.trim().is_empty() {
+        return Err(CliError::usage(
+            "the prompt is empty: give the root agent a task",
+        ));
+    }
+    Ok(text)
 }

@@ -84,7 +84,7 @@ pub fn ui(home: PathBuf, args: UiArgs) -> Result<u8, CliError> {
         if args.session.is_some() {
             return Err(CliError::usage("name a session or pass --last, not both"));
         }
-        Some(crate::session::last_session(&home)?)
+        Some(arbor_agent_graph::LAST_SESSION.to_string())
     } else {
         args.session.clone()
     };
@@ -101,18 +101,30 @@ pub fn ui(home: PathBuf, args: UiArgs) -> Result<u8, CliError> {
     });
     let runtime = arbor_orchestrator::session_runtime()
         .map_err(|err| CliError::failed(format!("cannot start the runtime: {err}")))?;
-    let ended =
-        arbor_tui::run(&runtime, home, session.as_deref(), launch).map_err(|err| CliError {
+    let ended = arbor_tui::run(&runtime, home.clone(), session.as_deref(), launch.clone())
+        .map_err(|err| CliError {
             code: err.code,
             message: err.message,
         })?;
     if let Some(session) = &ended.session {
+        // Named by its handle, as every hint names a session.
+        let root = arbor_agent_graph::Store::open_read_only(&home)
+            .ok()
+            .and_then(|store| arbor_orchestrator::find_root(&store, session).ok());
+        let name = root
+            .as_ref()
+            .map_or_else(|| session.clone(), arbor_orchestrator::session_name);
         if ended.interrupted {
             eprintln!(
-                "session {session}: running turns were interrupted and saved; `arbor ui {session}` or `arbor resume {session}` goes on"
+                "session {name}: running turns were interrupted and saved; `{}` runs them again, `arbor ui {name}` shows them",
+                crate::hint::resume_continue(&home, &launch.run, &name)
             );
         } else {
-            eprintln!("session: {session}");
+            let label = match &root {
+                Some(root) => crate::output::session_label(root.id(), root.meta.handle.as_deref()),
+                None => session.clone(),
+            };
+            eprintln!("session: {label}");
         }
     }
     Ok(0)

@@ -29,7 +29,7 @@
 #   ARBOR_LOCAL_MODEL_JOBS   build jobs (default 2)
 #   ARBOR_MAX_OUTPUT_TOKENS  arbor's max_output_tokens for the runs (default 256)
 #   ARBOR_BUDGET_TOKENS      each run's --budget-tokens (default 60000)
-#   ARBOR_BIN                an arbor binary to use instead of building a release one
+#   ARBOR_BIN                an arbor binary to use instead of building one (profile quick)
 #   PROVIDERS                the providers to run (default "chat openai")
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -218,8 +218,9 @@ prepare
 if [ -n "${ARBOR_BIN:-}" ]; then
   arbor="$ARBOR_BIN"
 else
-  cargo build --release --quiet -p arbor-cli --manifest-path "$repo/Cargo.toml"
-  arbor="$repo/target/release/arbor"
+  # The quick profile: the shortest build; the run does not need an optimised binary.
+  cargo build --profile quick --quiet -p arbor-cli --manifest-path "$repo/Cargo.toml"
+  arbor="${CARGO_TARGET_DIR:-$repo/target}/quick/arbor"
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/arbor-local-model.XXXXXX")"
 echo "work dir: $work (the server's log is llama-server.log there)"

@@ -7,7 +7,7 @@
 #   run.sh --worktrees   the copy is made a git repository; each worker edits a git worktree
 #                        of its own, and /root merges all three back, then closes them
 #
-# ARBOR_BIN=path/to/arbor runs that binary instead of building the release one.
+# ARBOR_BIN=path/to/arbor runs that binary instead of building one (profile quick).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -24,8 +24,9 @@ done
 if [ -n "${ARBOR_BIN:-}" ]; then
   arbor="$ARBOR_BIN"
 else
-  cargo build --release --quiet -p arbor-cli --manifest-path "$repo/Cargo.toml"
-  arbor="$repo/target/release/arbor"
+  # The quick profile: the shortest build; the run does not need an optimised binary.
+  cargo build --profile quick --quiet -p arbor-cli --manifest-path "$repo/Cargo.toml"
+  arbor="${CARGO_TARGET_DIR:-$repo/target}/quick/arbor"
 fi
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/arbor-refactor.XXXXXX")"
@@ -45,7 +46,8 @@ status=0
   "Rename fetch_data to load_records across the project" \
   > "$work/answer.txt" 2> "$work/progress.log" || status=$?
 cat "$work/progress.log" >&2
-session="$(sed -n 's/^session: //p' "$work/progress.log" | head -1)"
+# The first line is `session: <id>`, the second `handle: <handle>`; commands take either.
+session="$(sed -n 's/^handle: //p' "$work/progress.log" | head -1)"
 echo
 echo "the root's answer:"
 cat "$work/answer.txt"

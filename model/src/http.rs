@@ -206,6 +206,29 @@ impl HttpClient {
         &self.base_url
     }
 
+    /// One `GET {base_url}{path}` within `timeout`, with the provider's headers: the status and
+    /// the start of the body (errors and texts scrubbed of the key).
+    pub(crate) async fn get(
+        &self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<(u16, Vec<u8>), ModelError> {
+        let url = format!("{}{path}", self.base_url);
+        let request = self.client.get(&url).headers(self.headers.clone()).send();
+        let response = match tokio::time::timeout(timeout, request).await {
+            Err(_) => {
+                return Err(ModelError::Failed(format!(
+                    "no answer from {url} within {} s",
+                    timeout.as_secs_f64()
+                )));
+            }
+            Ok(Err(error)) => return Err(ModelError::Failed(self.redact(&describe(&error)))),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status().as_u16();
+        Ok((status, self.read_bounded(response).await))
+    }
+
     /// Posts `body` to `{base_url}{path}` and reads the event stream with a fresh decoder per
     /// attempt, retrying what is worth retrying.
     pub(crate) async fn stream<D: Decoder>(

@@ -9,6 +9,7 @@ mod client;
 mod error;
 pub mod http;
 mod kind;
+pub mod probe;
 pub mod responses;
 pub mod retry;
 pub mod router;
@@ -27,6 +28,7 @@ pub use http::{
     HttpProviderConfig, api_key_from_env, build_provider,
 };
 pub use kind::ProviderKind;
+pub use probe::{ProbeAnswer, probe_models};
 pub use retry::RetryPolicy;
 pub use router::{Catalog, Fallbacks, ModelRef, Router};
 pub use scripted::{ScriptedModel, ToolCatalog};

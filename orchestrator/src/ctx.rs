@@ -33,6 +33,8 @@ use crate::worktrees::repository::SessionRepository;
 #[derive(Debug)]
 pub struct SessionFiles {
     pub id: ThreadId,
+    /// The session's handle (`None` for a session made before handles).
+    pub handle: Option<String>,
     pub log: SessionLog,
     pub projection: Arc<Projection>,
     pub store: Store,
@@ -45,6 +47,8 @@ pub struct SessionFiles {
 pub struct Ctx {
     pub config: RunConfig,
     pub session_id: ThreadId,
+    /// The session's handle, written into the root's header.
+    pub handle: Option<String>,
     /// The session log: every fact of the session is appended here.
     pub log: SessionLog,
     /// The rollouts and the store, written from the log's synced lines.
@@ -106,6 +110,7 @@ impl Ctx {
             project_docs: ProjectDocs::new(config.project_docs),
             config,
             session_id: files.id,
+            handle: files.handle,
             events: EventBus::new(files.log.clone()),
             log: files.log,
             projection: files.projection,

@@ -2,7 +2,7 @@
 //! `arbor export --to-local`). Its lines go through the session log's own writer into a new
 //! log, as a driving process writes them, and the session is then reconciled like any other:
 //! the rollouts and the store are projections of that log, so `arbor resume`, `doctor` and the
-//! read commands treat it as a session this machine ran.
+//! read commands treat it as a session this machine ran. It gets a handle of its own here.
 
 use std::path::Path;
 
@@ -20,7 +20,7 @@ use crate::lease::Lease;
 pub fn import_session(
     home: &Path,
     session: ThreadId,
-    lines: Vec<(ThreadId, Timestamp, RolloutItem)>,
+    mut lines: Vec<(ThreadId, Timestamp, RolloutItem)>,
 ) -> Result<(), OrchestratorError> {
     let store = Store::open(home)?;
     if store.thread(session)?.is_some() {
@@ -29,8 +29,15 @@ pub fn import_session(
             home.display()
         )));
     }
-    let root_stamp = match lines.first() {
-        Some((thread, stamp, RolloutItem::SessionMeta(_))) if *thread == session => *stamp,
+    let root_stamp = match lines.first_mut() {
+        Some((thread, stamp, RolloutItem::SessionMeta(meta))) if *thread == session => {
+            // A local session has a handle, as one made here does.
+            if meta.handle.is_none() {
+                let taken = |h: &str| store.handle_taken(h).unwrap_or(false);
+                meta.handle = Some(arbor_protocol::pick_handle(taken));
+            }
+            *stamp
+        }
         _ => {
             return Err(OrchestratorError::Refused(format!(
                 "session {session}: the root's header must come first"

@@ -50,7 +50,7 @@ pub use crate::external::{
 pub use crate::facade::{AgentView, Orchestrator, SHUTDOWN_GRACE, session_runtime};
 pub use crate::import::import_session;
 pub use crate::lease::Lease;
-pub use crate::open::{SessionView, find_root};
+pub use crate::open::{SessionView, find_root, session_name};
 pub use crate::resume::ResumeInfo;
 /// Every built-in tool as the model sees it: what scripts are checked against, and what
 /// `docs/tools.md` is generated from.

@@ -40,20 +40,31 @@ pub struct Reconciled {
     pub notices: Vec<String>,
 }
 
-/// Finds a session's root by id or prefix; a child's id is refused with the root's id.
+/// Finds a session's root by handle, id, unique id prefix or `--last`
+/// ([`Store::find_session`]); a child's id is refused with the root's handle or id.
 pub fn find_root(store: &Store, session: &str) -> Result<ThreadRecord, OrchestratorError> {
     if let Ok(id) = ThreadId::parse(session.trim())
         && let Some(thread) = store.thread(id)?
         && thread.parent_id().is_some()
     {
+        let name = store.thread(thread.session_id())?.map_or_else(
+            || thread.session_id().to_string(),
+            |root| session_name(&root),
+        );
         return Err(OrchestratorError::Start(format!(
-            "{id} is the agent {} of session {}, not a session; resume the whole tree with `arbor resume {}`",
+            "{id} is the agent {} of session {name}, not a session; resume the whole tree with `arbor resume {name}`",
             thread.path(),
-            thread.session_id(),
-            thread.session_id()
         )));
     }
-    Ok(store.find_session_by_prefix(session)?)
+    Ok(store.find_session(session)?)
+}
+
+/// What hints name a session by: its handle, or its id for a session made before handles.
+pub fn session_name(root: &ThreadRecord) -> String {
+    root.meta
+        .handle
+        .clone()
+        .unwrap_or_else(|| root.id().to_string())
 }
 
 /// Brings the rollouts and the store of `session` up to its log. Only the process holding the
@@ -140,7 +151,8 @@ pub struct SessionView {
 }
 
 impl SessionView {
-    /// Opens the session `session` (an id or a unique prefix) under `home` to read.
+    /// Opens the session `session` (a handle, an id, a unique prefix of one, or `--last`)
+    /// under `home` to read.
     pub fn open(home: &Path, session: &str) -> Result<Self, OrchestratorError> {
         let store = Store::open_read_only(home)?;
         let root = find_root(&store, session)?;

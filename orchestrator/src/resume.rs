@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arbor_agent_graph::{EdgeStatus, SessionState, Store, ThreadRecord};
 use arbor_model::ModelClient;
-use arbor_protocol::{AgentStatus, RolloutItem, SandboxMode, StatusChanged, ThreadId};
+use arbor_protocol::{AgentPath, AgentStatus, RolloutItem, SandboxMode, StatusChanged, ThreadId};
 use arbor_roles::{Capabilities, Role, RoleSet};
 use arbor_rollout::log::SessionLog;
 
@@ -22,7 +22,7 @@ use crate::facade::Orchestrator;
 use crate::lease::Lease;
 use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
-use crate::session::core::{Input, Registration};
+use crate::session::core::{Answer, Input, Registration};
 use crate::session::handle::Restored;
 use crate::worktrees::hooks::restore;
 use crate::worktrees::repository::SessionRepository;
@@ -94,8 +94,9 @@ fn load(
 
 impl Orchestrator {
     /// Resumes a stopped session: takes its lease, brings it up to its log and registers its
-    /// open tree without loading any runtime or calling the model. `session` is the root id, a
-    /// unique prefix of it, or `--last` handled by the caller.
+    /// open tree without loading any runtime or calling the model. `session` is what
+    /// [`arbor_agent_graph::Store::find_session`] takes: a handle, an id, a unique prefix of
+    /// one, or `--last`.
     pub async fn resume(
         mut config: RunConfig,
         model: Arc<dyn ModelClient>,
@@ -124,6 +125,7 @@ impl Orchestrator {
         .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         let files = SessionFiles {
             id: loaded.root.id(),
+            handle: loaded.root.meta.handle.clone(),
             log,
             projection,
             store: loaded.store,
@@ -185,6 +187,24 @@ impl Orchestrator {
     /// parents owed a wake-once get it (the root only when a process drives it).
     pub fn finish_owed(&self) {
         self.ctx.session.send(Input::FinishOwed);
+    }
+
+    /// Starts a turn for every open agent the last run left interrupted (Ctrl-C, SIGTERM, a
+    /// crash, `--no-wait-children`), whose input says it continues its task; with `skip_root`
+    /// the root is left out (a prompt of its own follows). The turns the last run owed start
+    /// too, as [`Self::finish_owed`] starts them, in the same step. Returns the agents
+    /// continued, in creation order.
+    pub async fn continue_interrupted(&self, skip_root: bool) -> Vec<AgentPath> {
+        self.announce();
+        let answer = self
+            .ctx
+            .session
+            .ask(|ticket| Input::Continue { ticket, skip_root })
+            .await;
+        match answer {
+            Some(Answer::Continued(paths)) => paths,
+            _ => Vec::new(),
+        }
     }
 }
 

@@ -22,7 +22,12 @@ pub struct EventLine {
 #[serde(tag = "type")]
 pub enum Event {
     #[serde(rename = "session.started")]
-    SessionStarted { session_id: ThreadId },
+    SessionStarted {
+        session_id: ThreadId,
+        /// The session's handle (`amber-otter`), which every command takes beside the id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handle: Option<String>,
+    },
     #[serde(rename = "agent.spawned")]
     AgentSpawned {
         path: AgentPath,

@@ -107,7 +107,7 @@ fn next_stamp() -> u64 {
 }
 
 /// 64 random bits of this thread's SplitMix64 sequence.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     RANDOM.with(|state| {
         let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
         state.set(next);

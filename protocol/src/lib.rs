@@ -3,6 +3,7 @@
 
 mod error;
 mod facts;
+mod handle;
 mod ids;
 mod mail;
 mod path;
@@ -12,6 +13,7 @@ mod time;
 
 pub use error::ProtocolError;
 pub use facts::{ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget};
+pub use handle::{is_handle, pick_handle};
 pub use ids::{MailId, ThreadId};
 pub use mail::{Mail, MailKind};
 pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ROOT_NAME};

@@ -187,6 +187,11 @@ pub struct SessionMeta {
     /// and in sessions made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<WorkspaceRepository>,
+    /// A session root's handle (`amber-otter`): a short name unique among the home's
+    /// sessions, which every command takes beside the id. `None` for other agents and for
+    /// sessions made before handles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 /// A turn began. Turns are numbered from 1 within a thread.

@@ -42,6 +42,7 @@ pub fn header(session: &str, row: &AgentRow, history: &AgentHistory, cwd: &str) 
         cwd: history.cwd.clone().unwrap_or_else(|| cwd.to_string()),
         format_version: ROLLOUT_FORMAT_VERSION,
         repository: None,
+        handle: None,
     }
 }
 

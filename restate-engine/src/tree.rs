@@ -204,7 +204,10 @@ impl Tree {
         let session_id = arbor_protocol::ThreadId::parse(session).ok();
         let mut effects = Vec::new();
         if let Some(session_id) = session_id {
-            effects.push(Effect::Event(Event::SessionStarted { session_id }));
+            effects.push(Effect::Event(Event::SessionStarted {
+                session_id,
+                handle: None,
+            }));
         }
         effects.push(Effect::Deliver(
             root.clone(),

@@ -231,6 +231,7 @@ mod tests {
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
             repository: None,
+            handle: None,
         }
     }
 

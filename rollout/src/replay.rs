@@ -286,6 +286,7 @@ mod tests {
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
             repository: None,
+            handle: None,
         };
         let mut lines = vec![(
             1,

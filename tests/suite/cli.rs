@@ -97,10 +97,15 @@ pub fn text(bytes: &[u8]) -> String {
 
 pub fn session_of(stderr: &str) -> String {
     let first = stderr.lines().next().expect("a first stderr line");
-    first
+    // `session: <id>` exactly, as the command line's contract says; the handle comes next.
+    let id = first
         .strip_prefix("session: ")
-        .expect("first line names the session")
-        .to_string()
+        .expect("first line names the session");
+    assert!(
+        !id.contains(' '),
+        "the first line is more than `session: <id>`: {first}"
+    );
+    id.to_string()
 }
 
 #[test]
@@ -340,7 +345,8 @@ fn bad_input_gets_exit_code_2_and_a_clear_message() {
         ])
         .output()
         .expect("runs");
-    assert_eq!(no_home.status.code(), Some(2));
+    assert_eq!(no_home.status.code(), Some(0), "a fresh home is no error");
+    assert!(text(&no_home.stderr).contains("no sessions yet"));
 }
 
 #[test]

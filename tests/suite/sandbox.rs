@@ -11,26 +11,20 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// A directory outside the workspace and outside every temp dir the sandbox lets commands
-/// write: the build's own temp dir, or where the checkout itself is in a temp dir, `/var/tmp`
-/// or the home directory.
+/// write: the build's own temp dir, unless the checkout lies in one (under `/tmp`), else
+/// `/var/tmp` or the home directory.
 pub fn outside_dir() -> TempDir {
-    let writable: Vec<PathBuf> = ["/tmp", "/dev/shm"]
-        .into_iter()
-        .map(PathBuf::from)
-        .chain(std::env::var_os("TMPDIR").map(PathBuf::from))
-        .filter_map(|dir| std::fs::canonicalize(dir).ok())
-        .collect();
-    let base = [
+    let roots = arbor_tools::temp_roots();
+    let candidates = [
         Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
         Some(PathBuf::from("/var/tmp")),
         std::env::var_os("HOME").map(PathBuf::from),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|dir| {
-        std::fs::canonicalize(dir).is_ok_and(|dir| !writable.iter().any(|w| dir.starts_with(w)))
-    })
-    .expect("a directory outside the temp dirs the sandbox may write");
+    ];
+    let base = candidates
+        .into_iter()
+        .flatten()
+        .find(|dir| dir.is_dir() && !roots.iter().any(|root| dir.starts_with(root)))
+        .unwrap_or_else(|| panic!("no directory outside the temp dirs {roots:?}"));
     tempfile::tempdir_in(base).expect("a dir outside the temp dirs")
 }
 

@@ -26,4 +26,6 @@ pub use policy::{
     canonical, git_config_risk, is_known_read_only, trust_workspace, trusted_workspaces,
     workspace_trusted,
 };
-pub use sandbox::{PROTECTED_ENTRIES, SANDBOX_ENV, SandboxLauncher, SandboxStatus, sandbox_status};
+pub use sandbox::{
+    PROTECTED_ENTRIES, SANDBOX_ENV, SandboxLauncher, SandboxStatus, sandbox_status, temp_roots,
+};

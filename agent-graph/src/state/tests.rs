@@ -57,6 +57,7 @@ impl Script {
             cwd: "/w".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
             repository: None,
+            handle: None,
         };
         self.line(n, RolloutItem::SessionMeta(Box::new(meta)))
     }

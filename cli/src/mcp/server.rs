@@ -86,7 +86,7 @@ fn tools() -> Vec<Tool> {
         Value::Object(map) => Arc::new(map),
         _ => Arc::new(serde_json::Map::new()),
     };
-    let session = json!({"type": "string", "description": "The session id (or a unique prefix of at least 8 characters)."});
+    let session = json!({"type": "string", "description": "The session: its handle (amber-otter), its id or a unique prefix of it, or --last for the newest."});
     let tool = |name: &'static str, description: &'static str, input: Value, read_only: bool| {
         Tool::new(name, description, schema(input))
             .with_annotations(ToolAnnotations::new().read_only(read_only))

@@ -36,7 +36,14 @@ fn call_failed(url: &str, session: &str) -> impl Fn(arbor_restate::RestateError)
     let (url, session) = (url.to_string(), session.to_string());
     move |error| match error {
         arbor_restate::RestateError::Status { status: 404, .. } => {
-            CliError::usage(format!("unknown session {session} on {url}"))
+            let local = session.starts_with('-') || arbor_protocol::is_handle(&session);
+            let why = if local {
+                ": with --engine restate, SESSION is the Restate session's id (handles and \
+                 --last name local sessions)"
+            } else {
+                ""
+            };
+            CliError::usage(format!("unknown session {session} on {url}{why}"))
         }
         other => failed(other),
     }

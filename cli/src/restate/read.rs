@@ -125,6 +125,7 @@ pub(super) fn draw(
             cwd: String::new(),
             format_version: 0,
             repository: None,
+            handle: None,
         };
         let mut record = ThreadRecord::from_meta(&meta, String::new(), Timestamp::default());
         record.status = row.status.clone();

@@ -1,5 +1,6 @@
 //! What the session's durability looks like from outside: waiting for the log and its
-//! projections, the failure that stopped them, the log's totals.
+//! projections, the failure that stopped them, the log's totals; and the workspace's
+//! `.arbor` directory a new session makes sure of.
 
 use arbor_rollout::log::{LogError, SessionLog, Urgency};
 
@@ -50,5 +51,16 @@ impl Orchestrator {
             lines: self.ctx.log.appended(),
             syncs: self.ctx.log.syncs(),
         }
+    }
+}
+
+/// Makes sure `<workspace>/.arbor` exists, so the sandbox keeps it (and the workspace rules and
+/// roles in it) read-only: a missing one could be created by a command.
+pub(super) fn protect_arbor_dir(workspace: &std::path::Path) {
+    let dir = workspace.join(".arbor");
+    if dir.symlink_metadata().is_err()
+        && let Err(err) = std::fs::create_dir(&dir)
+    {
+        tracing::warn!(dir = %dir.display(), error = %err, "cannot create the .arbor directory");
     }
 }

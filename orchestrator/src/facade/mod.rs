@@ -104,22 +104,26 @@ impl Orchestrator {
         let sandbox = config.sandbox;
         let protect = sandbox == arbor_protocol::SandboxMode::WorkspaceWrite;
         let mcp = !config.mcp_servers.is_empty();
-        let (store, roles, policy, lease, log_path, mcp_tools, repository) =
+        let (store, roles, policy, lease, log_path, mcp_tools, (repository, handle)) =
             tokio::task::spawn_blocking(move || {
                 // What the kernel offers is probed once per process (it forks a probe): here, off
                 // the async workers.
                 arbor_tools::sandbox_status(sandbox);
                 let store = Store::open(&home)?;
+                let handle =
+                    arbor_protocol::pick_handle(|h| store.handle_taken(h).unwrap_or(false));
                 let roles = RoleSet::load(&home, &cwd)?;
                 let policy = arbor_tools::Policy::load(&home, &cwd)?;
                 if protect {
-                    protect_arbor_dir(&cwd);
+                    files::protect_arbor_dir(&cwd);
                 }
                 let lease = Lease::acquire(&home, session_id)?;
                 let log_path = create_log(&home, session_id, root_stamp)?;
                 let mcp_tools = mcp.then(|| arbor_mcp::ToolCache::in_home(&home).snapshot());
-                let repo = SessionRepository::at_start(&cwd); // before any agent's command runs
-                Ok::<_, OrchestratorError>((store, roles, policy, lease, log_path, mcp_tools, repo))
+                let found = (SessionRepository::at_start(&cwd), handle); // before any command
+                Ok::<_, OrchestratorError>((
+                    store, roles, policy, lease, log_path, mcp_tools, found,
+                ))
             })
             .await
             .map_err(|err| OrchestratorError::Start(err.to_string()))??;
@@ -134,6 +138,7 @@ impl Orchestrator {
         .map_err(|err| OrchestratorError::Start(err.to_string()))?;
         let files = SessionFiles {
             id: session_id,
+            handle: Some(handle),
             log,
             projection,
             store,
@@ -188,13 +193,14 @@ impl Orchestrator {
         self.lease.took_over_from
     }
 
-    fn announce(&self) {
+    pub(crate) fn announce(&self) {
         if !self
             .announced
             .swap(true, std::sync::atomic::Ordering::SeqCst)
         {
             self.ctx.events.emit(Event::SessionStarted {
                 session_id: self.ctx.session_id,
+                handle: self.ctx.handle.clone(),
             });
         }
     }
@@ -216,6 +222,11 @@ impl Orchestrator {
     /// The session id (the root thread's id).
     pub fn session_id(&self) -> ThreadId {
         self.ctx.session_id
+    }
+
+    /// The session's handle (`None` for a session made before handles).
+    pub fn handle(&self) -> Option<&str> {
+        self.ctx.handle.as_deref()
     }
 
     /// The store this session writes to.
@@ -479,16 +490,5 @@ impl Orchestrator {
             store.close();
         })
         .await;
-    }
-}
-
-/// Makes sure `<workspace>/.arbor` exists, so the sandbox keeps it (and the workspace rules and
-/// roles in it) read-only: a missing one could be created by a command.
-fn protect_arbor_dir(workspace: &std::path::Path) {
-    let dir = workspace.join(".arbor");
-    if dir.symlink_metadata().is_err()
-        && let Err(err) = std::fs::create_dir(&dir)
-    {
-        tracing::warn!(dir = %dir.display(), error = %err, "cannot create the .arbor directory");
     }
 }

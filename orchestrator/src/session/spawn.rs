@@ -56,6 +56,7 @@ pub fn make(
         cwd: spec.cwd.display().to_string(),
         format_version: ROLLOUT_FORMAT_VERSION,
         repository: parent_id.is_none().then(|| ctx.repository.record()),
+        handle: parent_id.is_none().then(|| ctx.handle.clone()).flatten(),
     };
     // The header's stamp names the rollout file, so the path is known before it exists.
     let stamp = spec.stamp.unwrap_or_else(Timestamp::now);

@@ -29,6 +29,7 @@ fn meta() -> SessionMeta {
         cwd: "/w".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
         repository: None,
+        handle: None,
     }
 }
 

@@ -303,8 +303,9 @@ fn bad_rules_unknown_requests_and_the_audit_on_the_command_line() {
     let stderr = text(&unsandboxed.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     assert!(lines[0].starts_with("session: "), "{stderr}");
+    assert!(lines[1].starts_with("handle: "), "{stderr}");
     assert!(
-        lines[1].starts_with("warning: commands run without a sandbox (sandbox: none)"),
+        lines[2].starts_with("warning: commands run without a sandbox (sandbox: none)"),
         "the user is told at session start: {stderr}"
     );
     assert_eq!(

@@ -264,7 +264,7 @@ impl Run {
         self.events
             .iter()
             .find_map(|line| match &line.event {
-                arbor_protocol::Event::SessionStarted { session_id } => {
+                arbor_protocol::Event::SessionStarted { session_id, .. } => {
                     Some(session_id.to_string())
                 }
                 _ => None,

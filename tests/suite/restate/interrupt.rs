@@ -15,15 +15,18 @@ fn an_interrupted_turn_stops_and_the_agent_takes_a_followup() {
         {"match": "/root", "responses": [
             [{"call": "spawn_agent", "args": {"task_name": "slow", "message": "work"}}],
             [{"call": "interrupt_agent", "args": {"target": "slow"}}],
+            [{"call": "exec_command", "args": {"cmd": "touch interrupted.flag"}}],
             [{"call": "wait_agent", "args": {"mode": "all"}}],
             [{"call": "followup_task", "args": {"target": "slow", "message": "again"}},
              {"call": "wait_agent", "args": {"mode": "all"}}],
             [{"say": "interrupt checked"}]
         ]},
-        // The first response takes 2 s, so the interrupt comes while the turn runs, before or
-        // after this request; either way the turn stops at a boundary.
+        // The slow agent's command ends only once the root has interrupted it (the root
+        // makes the flag after its interrupt returned), so the interrupt always comes while
+        // the turn runs: before its first request or at the boundary after the command.
         {"match": "/root/slow", "repeat": true, "responses": [
-            {"delay_ms": 2000, "items": [{"call": "exec_command", "args": {"cmd": "true"}}]},
+            [{"call": "exec_command", "args": {
+                "cmd": "until [ -e interrupted.flag ]; do sleep 0.05; done"}}],
             [{"say": "slow done"}]
         ]}
     ]});

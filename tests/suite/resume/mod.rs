@@ -1,6 +1,7 @@
 //! Whole-tree resume, mail across processes, the lease, crash recovery and `doctor --rebuild`;
 //! one module each, with the helpers that drive the real binary here (other areas use them too).
 
+mod continued;
 mod crash;
 mod live;
 

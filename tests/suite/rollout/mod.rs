@@ -31,6 +31,7 @@ fn meta(thread_id: ThreadId) -> SessionMeta {
         cwd: "/work/project".into(),
         format_version: ROLLOUT_FORMAT_VERSION,
         repository: None,
+        handle: None,
     }
 }
 

@@ -74,6 +74,7 @@ impl Seed {
             cwd: "/work".into(),
             format_version: ROLLOUT_FORMAT_VERSION,
             repository: None,
+            handle: None,
         };
         edit(&mut meta);
         self.line(n, RolloutItem::SessionMeta(Box::new(meta)))

@@ -185,3 +185,28 @@ fn a_session_that_does_not_exist_is_a_usage_error_before_the_terminal_is_taken()
     assert!(stderr.contains("0123456789abcdef"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn the_ui_attaches_by_handle_and_by_last_and_shows_the_handle() {
+    let ws = Workspace::new();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/refactor/script.json");
+    let out = ws.exec(&script, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = text(&out.stderr);
+    let handle = first
+        .lines()
+        .find_map(|line| line.strip_prefix("handle: "))
+        .expect("handle: <handle>")
+        .to_string();
+    for (i, args) in [handle.as_str(), "--last"].into_iter().enumerate() {
+        let dir = ws.dir.path().join(format!("tmux-{i}"));
+        std::fs::create_dir(&dir).expect("dir");
+        let tmux = Tmux::start(&dir, 120, 30, &ui_command(&ws, args));
+        // The tree's title is the session's handle.
+        tmux.wait_for(&format!("{handle} "));
+        tmux.wait_for("not driven");
+        tmux.keys(&["q"]);
+        tmux.wait_until("the UI to exit", |_| tmux.exited());
+    }
+}

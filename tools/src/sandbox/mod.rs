@@ -356,10 +356,10 @@ impl Launcher for SandboxLauncher {
     }
 }
 
-/// The workspace and the temp dirs that exist: `/tmp`, `$TMPDIR` (when absolute and not `/`)
-/// and `/dev/shm`.
-fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
-    let mut roots = vec![workspace.to_path_buf(), PathBuf::from("/tmp")];
+/// The temp dirs a `workspace-write` command may write besides its workspace, those that
+/// exist: `/tmp`, `$TMPDIR` (when absolute and not `/`) and `/dev/shm`.
+pub fn temp_roots() -> Vec<PathBuf> {
+    let mut roots = vec![PathBuf::from("/tmp")];
     if let Some(tmpdir) = std::env::var_os("TMPDIR").map(PathBuf::from)
         && tmpdir.is_absolute()
         && tmpdir != Path::new("/")
@@ -369,5 +369,16 @@ fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
     roots.push(PathBuf::from("/dev/shm"));
     roots.retain(|root| root.is_dir());
     roots.dedup();
+    roots
+}
+
+/// The workspace and the temp dirs ([`temp_roots`]).
+fn writable_roots(workspace: &Path) -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = workspace
+        .is_dir()
+        .then(|| workspace.to_path_buf())
+        .into_iter()
+        .collect();
+    roots.extend(temp_roots().into_iter().filter(|root| root != workspace));
     roots
 }

@@ -31,7 +31,7 @@ fn outside_dir() -> tempfile::TempDir {
         std::env::var_os("HOME").map(PathBuf::from),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
     ];
-    let roots = writable_roots(Path::new("/nonexistent"));
+    let roots = temp_roots();
     let base = candidates
         .into_iter()
         .flatten()

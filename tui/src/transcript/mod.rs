@@ -272,6 +272,7 @@ mod tests {
             cwd: "/w".into(),
             format_version: 1,
             repository: None,
+            handle: None,
         };
         let mut lines = vec![line(1, root, RolloutItem::SessionMeta(Box::new(meta)))];
         for i in 0..n {

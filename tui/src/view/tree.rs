@@ -161,9 +161,12 @@ pub fn draw(app: &mut App, buf: &mut Buffer, area: Rect, focused: bool) {
     let working = shown
         .iter()
         .any(|row| session.activity.of(row.id).is_some());
-    let cols = Columns::fit(usize::from(area.width), widest, working);
+    // The tree's title is the session, by the handle commands take (for one made before
+    // handles: what its rows are).
+    let title = session.root.meta.handle.as_deref().unwrap_or("agent");
+    let cols = Columns::fit(usize::from(area.width), widest.max(width(title)), working);
     let theme = app.theme;
-    let mut head = pad("agent", cols.name);
+    let mut head = pad(title, cols.name);
     head.push(' ');
     head.push_str(&pad("status", cols.status));
     head.push(' ');

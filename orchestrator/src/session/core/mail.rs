@@ -1,11 +1,12 @@
 //! Mail arrival and the wakes it causes: a mail wakes an idle agent when it asks for a turn,
 //! joins a running turn (handed over at once), or waits; an idle agent whose children are all
-//! quiet is woken once with the results that wait for it (behaviour §4).
+//! quiet is woken once with the results that wait for it (behaviour §4); after a resume, the
+//! turns the last run owed or left interrupted are started again.
 
 use arbor_mailbox::{Arrival, wake_once_due};
-use arbor_protocol::{Mail, MailId, ThreadId};
+use arbor_protocol::{AgentStatus, Mail, MailId, ResponseItem, ThreadId};
 
-use super::{Core, Effect, Turn};
+use super::{Answer, Core, Effect, Ticket, Turn};
 
 impl Core {
     /// A mail in the log for `recipient`. Mail to a closed agent, or a mail already here, is
@@ -82,5 +83,44 @@ impl Core {
         for id in all {
             self.wake_once(id);
         }
+    }
+
+    /// After a resume, by hand (`arbor resume --continue`): every open agent whose last turn
+    /// was interrupted gets a turn with [`continue_note`] (the root too, unless `skip_root`),
+    /// then the turns and wakes the last run owed, all before any of them runs.
+    pub(super) fn continue_interrupted(&mut self, ticket: Ticket, skip_root: bool) {
+        let interrupted: Vec<_> = self
+            .agents
+            .values()
+            .filter(|entry| !entry.internal && !entry.closed && !entry.stopped)
+            .filter(|entry| !(skip_root && entry.path.is_root()))
+            .filter_map(|entry| match &entry.status {
+                AgentStatus::Interrupted(reason) => {
+                    Some((entry.id, entry.path.clone(), reason.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut continued = Vec::with_capacity(interrupted.len());
+        for (id, path, reason) in interrupted {
+            self.input(id, vec![continue_note(&reason)]);
+            continued.push(path);
+        }
+        self.finish_owed();
+        self.emit(Effect::Reply {
+            ticket,
+            answer: Answer::Continued(continued),
+        });
+    }
+}
+
+/// The input of a turn that continues one that was interrupted for `reason`.
+pub fn continue_note(reason: &str) -> ResponseItem {
+    ResponseItem::Message {
+        role: "user".to_string(),
+        content: format!(
+            "Your previous turn was interrupted ({reason}) before it finished. Continue your \
+             task from where it stopped."
+        ),
     }
 }

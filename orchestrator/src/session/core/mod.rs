@@ -184,6 +184,7 @@ impl Core {
                 },
             }),
             Input::FinishOwed => self.finish_owed(),
+            Input::Continue { ticket, skip_root } => self.continue_interrupted(ticket, skip_root),
             Input::Stop { reason } => self.stop(reason),
             Input::StopChildren { reason } => self.stop_children(&reason),
         }

@@ -238,6 +238,14 @@ impl Sim {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
+                Answer::Continued(paths) => format!(
+                    "reply continued {}",
+                    paths
+                        .iter()
+                        .map(AgentPath::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Answer::Synced => "reply synced".to_string(),
                 Answer::Report { .. } => "reply report".to_string(),
             },
@@ -751,4 +759,77 @@ fn a_wait_cut_short_with_its_turn_leaves_the_status_the_end_gave() {
         "a stale wait set the root running again: {out:?}"
     );
     assert_eq!(s.status("/root"), interrupted);
+}
+
+impl Sim {
+    /// Registers an agent a resume found stopped with `status` (no runtime).
+    fn restore(&mut self, path: &str, status: AgentStatus, internal: bool) {
+        let id = ThreadId::new();
+        let parsed = AgentPath::parse(path).expect("path");
+        let parent = parsed.parent().map(|p| self.id(p.as_str()));
+        self.ids.insert(path.to_string(), id);
+        self.paths.insert(id, path.to_string());
+        self.feed(Input::Register(Registration {
+            id,
+            path: parsed,
+            parent,
+            internal,
+            status,
+            fresh: false,
+            unread: Vec::new(),
+            last_message: None,
+            ticket: None,
+        }));
+    }
+}
+
+#[test]
+fn continue_starts_every_interrupted_turn_at_once_and_only_those() {
+    let interrupted = || AgentStatus::Interrupted("user_interrupt".into());
+    let mut s = Sim::new(config());
+    s.restore("/root/a", interrupted(), false);
+    s.restore(
+        "/root/b",
+        AgentStatus::Completed(Some("b done".into())),
+        false,
+    );
+    s.restore("/root/c", interrupted(), false);
+    s.restore("/root/guardian", interrupted(), true);
+    s.feed(Input::Close {
+        target: s.id("/root/c"),
+    });
+    let out = s.feed(Input::Continue {
+        ticket: 9,
+        skip_root: true,
+    });
+    assert_eq!(
+        out,
+        [
+            "status /root/a running",
+            "revive /root/a",
+            "reply continued /root/a"
+        ],
+        "the root is skipped, b finished, c is closed, the guardian is internal"
+    );
+    // Before any of them runs, a wait for all sees the continued one busy.
+    s.feed(Input::Wait {
+        ticket: 10,
+        caller: s.id("/root"),
+        targets: None,
+        mode: WaitMode::All,
+    });
+    let revived = s.feed(Input::Revived {
+        agent: s.id("/root/a"),
+        result: Ok(Revival::default()),
+    });
+    assert!(
+        revived
+            .iter()
+            .any(|e| e.starts_with("go /root/a []") && e.ends_with("+input")),
+        "its turn takes the note that it continues: {revived:?}"
+    );
+    assert!(
+        !revived.iter().any(|e| e.starts_with("reply wait")),
+        "{revived:?}"
+    );
 }

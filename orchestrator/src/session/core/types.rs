@@ -139,6 +139,8 @@ pub enum Answer {
     /// No agent has a turn scheduled.
     Quiet,
     Snapshot(Vec<AgentSnapshot>),
+    /// The agents whose interrupted turns run again, in creation order.
+    Continued(Vec<AgentPath>),
     Synced,
     Report {
         usage: Usage,
@@ -232,6 +234,13 @@ pub enum Input {
     },
     /// After a resume: start the turns the last run owed and the wake-once that are due.
     FinishOwed,
+    /// After a resume: every open agent the last run left interrupted gets a turn that
+    /// continues its task (the root too, unless `skip_root`), then what [`Input::FinishOwed`]
+    /// starts; answered with the agents continued.
+    Continue {
+        ticket: Ticket,
+        skip_root: bool,
+    },
     /// Every turn stops with `reason`, and no new one starts.
     Stop {
         reason: String,
