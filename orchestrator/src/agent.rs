@@ -1,7 +1,7 @@
 //! One agent's handle: its identity (fixed at spawn), its cancellation token, the runtime its
 //! own turns work on (history, turn spans), and its way into the session log. What the session
 //! decides about the agent (status, turn, residency, mailbox) is not here: the session task
-//! owns it (`session/core`).
+//! owns it (the `arbor-tree` crate).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

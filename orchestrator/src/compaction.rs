@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::{Agent, History, TurnSpan};
 use crate::ctx::Ctx;
-use crate::session::core::Input;
+use arbor_tree::Input;
 
 /// The fixed request for a summary, the last input of a compaction request.
 pub const COMPACTION_PROMPT: &str = "Your conversation is about to be compacted: everything \

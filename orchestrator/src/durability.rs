@@ -8,7 +8,7 @@ use arbor_rollout::log as session_log;
 
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
-use crate::session::core::Input;
+use arbor_tree::Input;
 
 /// What this process wrote to the session's log so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

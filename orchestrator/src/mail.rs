@@ -10,7 +10,7 @@ use crate::agent::Agent;
 use crate::config::MAIL_MAX_BYTES;
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
-use crate::session::core::Input;
+use arbor_tree::Input;
 
 /// The text a model sees for an empty message.
 pub const EMPTY_MESSAGE: &str = "Empty message can't be sent to an agent";

@@ -22,11 +22,11 @@ use crate::facade::Orchestrator;
 use crate::lease::Lease;
 use crate::open::{Reconciled, find_root, log_path_of, reconcile};
 use crate::projection::Projection;
-use crate::session::core::{Answer, Input, Registration};
 use crate::session::handle::Restored;
 use crate::worktrees::hooks::restore;
 use crate::worktrees::repository::SessionRepository;
 use crate::worktrees::worktree::{AgentWorktree, instructions};
+use arbor_tree::{Answer, Input, Registration};
 
 /// What a resume found.
 #[derive(Debug, Clone, PartialEq, Eq)]

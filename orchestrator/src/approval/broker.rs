@@ -11,7 +11,7 @@ use super::ledger::Known;
 pub use super::request::{Request, Settled};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
-use crate::session::core::Input;
+use arbor_tree::Input;
 
 fn requested_line(request: &Request) -> RolloutItem {
     RolloutItem::ApprovalRequested(ApprovalRequested {

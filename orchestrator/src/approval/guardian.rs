@@ -13,8 +13,8 @@ use super::broker::Request;
 use crate::agent::Agent;
 use crate::config::GUARDIAN_NAME;
 use crate::ctx::Ctx;
-use crate::session::core::Input;
 use crate::session::handle::SpawnSpec;
+use arbor_tree::Input;
 
 /// Why a guardian turn is cancelled when its deadline passes.
 const TIMED_OUT: &str = "review timed out";

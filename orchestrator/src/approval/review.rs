@@ -53,7 +53,7 @@ pub async fn decide(
     let interrupt = immediate.is_some() && breaker == Some(BreakerVerdict::InterruptTurn);
     if let Some(decided) = broker::open(ctx, agent, request, immediate).await? {
         if interrupt && !decided.allowed() {
-            ctx.session.send(crate::session::core::Input::Interrupt {
+            ctx.session.send(arbor_tree::Input::Interrupt {
                 target: agent.id(),
                 reason: BREAKER_INTERRUPT.to_string(),
                 ticket: None,

@@ -26,10 +26,10 @@ use crate::durability::{create_log, watch_failure};
 use crate::error::OrchestratorError;
 use crate::lease::Lease;
 use crate::projection::Projection;
-use crate::session::core::{AgentSnapshot, Answer, Input};
 use crate::session::{SessionHandle, SpawnSpec};
 use crate::worktrees::repository::SessionRepository;
 use arbor_tools::SandboxStatus;
+use arbor_tree::{AgentSnapshot, Answer, Input};
 
 /// How long shutdown waits for agent tasks to persist their final state.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

@@ -12,7 +12,6 @@ use arbor_protocol::{
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::core::{Answer, Core, Effect, Input, Ticket, TurnEnd};
 use super::handle::{Msg, Spawned};
 use super::nicknames::Nicknames;
 use super::{revive, spawn};
@@ -22,6 +21,7 @@ use crate::error::OrchestratorError;
 use crate::turn::agent_task;
 use crate::worktrees::close::release;
 use crate::worktrees::hooks::ingest;
+use arbor_tree::{Answer, Core, Effect, Input, Ticket, TurnEnd};
 
 /// A resident agent's task, as the session task reaches it.
 struct Resident {
@@ -111,7 +111,7 @@ impl Actor {
                     Ok(made) => {
                         let ticket = made.registration.ticket.unwrap_or_default();
                         self.spawns.insert(ticket, (reply, made.spawned.clone()));
-                        self.feed(super::core::Input::Register(made.registration));
+                        self.feed(arbor_tree::Input::Register(made.registration));
                         if let Some(task) = made.task {
                             crate::mail::announce(&self.ctx, &task);
                             self.feed(Input::Mail {

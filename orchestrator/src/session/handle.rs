@@ -8,10 +8,10 @@ use arbor_protocol::{AgentStatus, Mail, ResponseItem, ThreadId, Timestamp};
 use arbor_roles::{Capabilities, Role};
 use tokio::sync::{mpsc, oneshot};
 
-use super::core::{AgentSnapshot, Answer, Input, Registration, Scope, Ticket};
 use crate::agent::Agent;
 use crate::error::OrchestratorError;
 use crate::worktrees::worktree::AgentWorktree;
+use arbor_tree::{AgentSnapshot, Answer, Input, Registration, Scope, Ticket};
 
 /// A new agent to make: everything but what the session decides (its nickname, its slot).
 #[derive(Debug)]

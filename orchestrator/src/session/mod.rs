@@ -1,10 +1,9 @@
-//! The session task, the one owner of the session's state: `core/` is that state and the
-//! decisions taken on it (pure data), `actor.rs` the task that feeds it and carries its effects
+//! The session task, the one owner of the session's state: the `arbor-tree` crate is that
+//! state and the decisions taken on it (pure data), `actor.rs` the task that feeds it and carries its effects
 //! out, `handle.rs` what the rest of the session sends it, `spawn.rs` and `revive.rs` the two
 //! pieces of I/O it runs for new and evicted agents, `nicknames.rs` its nickname pools.
 
 mod actor;
-pub mod core;
 pub mod handle;
 mod nicknames;
 mod revive;
@@ -27,7 +26,7 @@ pub fn start(
     rx: mpsc::UnboundedReceiver<Msg>,
     external: mpsc::UnboundedReceiver<RolloutLine>,
 ) -> JoinHandle<()> {
-    let config = core::CoreConfig {
+    let config = arbor_tree::CoreConfig {
         max_running: ctx.config.max_running,
         max_resident: ctx.config.max_resident,
         wake_once: ctx.config.wake_once,
@@ -42,6 +41,9 @@ pub fn start(
             .get(id)
             .is_some_and(|agent| agent.live.count() > 0)
     });
-    let actor = actor::Actor::new(Arc::clone(ctx), core::Core::new(config, has_processes));
+    let actor = actor::Actor::new(
+        Arc::clone(ctx),
+        arbor_tree::Core::new(config, has_processes),
+    );
     tokio::spawn(actor.run(rx, external))
 }

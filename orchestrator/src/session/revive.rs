@@ -6,11 +6,11 @@ use arbor_protocol::{AbortKind, RolloutItem, TurnAborted};
 use arbor_rollout::log::Urgency;
 use arbor_rollout::{PROCESS_EXIT, Replay, cut_call_outputs, read_last_window};
 
-use super::core::Revival;
 use crate::agent::{Agent, TurnSpan};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
 use crate::worktrees::hooks::check_present;
+use arbor_tree::Revival;
 
 /// Loads `agent`'s runtime from its rollout; what the session learns from it.
 pub async fn load(ctx: &Ctx, agent: &Agent) -> Result<Revival, OrchestratorError> {

@@ -9,13 +9,13 @@ use arbor_protocol::{
 };
 use arbor_rollout::rollout_path;
 
-use super::core::Registration;
 use super::handle::{SpawnSpec, Spawned};
 use super::nicknames::Nicknames;
 use crate::agent::{Agent, Identity};
 use crate::ctx::Ctx;
 use crate::error::OrchestratorError;
 use crate::worktrees::worktree::instructions;
+use arbor_tree::Registration;
 
 /// An agent made: what the spawner gets, how the session registers it, and its task.
 pub struct Made {

@@ -12,9 +12,9 @@ use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::config::TOOL_OUTPUT_MAX_BYTES;
 use crate::ctx::Ctx;
-use crate::session::core::Scope;
 use crate::worktrees::close::release;
 use crate::worktrees::summary::{changes_json, work_status};
+use arbor_tree::Scope;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::args::{ToolResult, parse_args, resolve_target};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
-use crate::session::core::{Answer, Input, WaitDone, WaitMode as Mode, WaitReply};
+use arbor_tree::{Answer, Input, WaitDone, WaitMode as Mode, WaitReply};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

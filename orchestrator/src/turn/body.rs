@@ -17,8 +17,8 @@ use crate::agent::{Agent, AgentMsg};
 use crate::compaction;
 use crate::ctx::Ctx;
 use crate::sampling::{self, output_limit};
-use crate::session::core::Input;
 use crate::tools::{self, Call};
+use arbor_tree::Input;
 
 /// What one turn works with.
 pub(super) struct Turn<'a> {

@@ -14,7 +14,7 @@ use arbor_rollout::{cut_call_outputs, unanswered_calls};
 use crate::agent::Agent;
 use crate::ctx::Ctx;
 use crate::mail;
-use crate::session::core::{Input, TurnEnd};
+use arbor_tree::{Input, TurnEnd};
 
 /// How a turn ended.
 #[derive(Debug)]

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentMsg, Grant, TurnControl, TurnSpan};
 use crate::ctx::Ctx;
-use crate::session::core::{Input, TurnEnd};
 use crate::worktrees::merge::turn_end_note;
+use arbor_tree::{Input, TurnEnd};
 use body::Turn;
 use end::{Outcome, finish_turn};
 

@@ -10,7 +10,7 @@ impl Core {
     /// Asks for a turn of `id`. Nothing happens for an agent already scheduled, closed,
     /// stopped, or when the session takes no new turn; a spent budget records who was kept.
     /// True when the turn is scheduled.
-    pub(super) fn schedule(&mut self, id: ThreadId) -> bool {
+    pub(crate) fn schedule(&mut self, id: ThreadId) -> bool {
         let Some(entry) = self.agents.get(&id) else {
             return false;
         };
@@ -34,7 +34,7 @@ impl Core {
     }
 
     /// `id` holds its running slot (or needs none): run the turn, loading its runtime first.
-    pub(super) fn grant(&mut self, id: ThreadId) {
+    pub(crate) fn grant(&mut self, id: ThreadId) {
         let Some(entry) = self.agents.get(&id) else {
             return;
         };
@@ -53,7 +53,7 @@ impl Core {
     }
 
     /// Tells a resident agent's task to run its granted turn.
-    pub(super) fn go(&mut self, id: ThreadId) {
+    pub(crate) fn go(&mut self, id: ThreadId) {
         self.set_turn(id, Turn::Granted);
         self.residency.touch(id);
         let Some(entry) = self.agents.get_mut(&id) else {
@@ -68,7 +68,7 @@ impl Core {
         });
     }
 
-    pub(super) fn started(&mut self, id: ThreadId) {
+    pub(crate) fn started(&mut self, id: ThreadId) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };
@@ -83,7 +83,7 @@ impl Core {
     /// A turn ended: the result reaches the parent before the agent's final status is set and
     /// before anything waiting on the agent is released; then the slot is freed, the turn mail
     /// owes is asked for, and the wake-once the end makes due.
-    pub(super) fn turn_ended(&mut self, id: ThreadId, end: TurnEnd) {
+    pub(crate) fn turn_ended(&mut self, id: ThreadId, end: TurnEnd) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };
@@ -123,7 +123,7 @@ impl Core {
     }
 
     /// A slot under `max_running` is free: the oldest queued turns take it.
-    pub(super) fn release_run_slot(&mut self) {
+    pub(crate) fn release_run_slot(&mut self) {
         for next in self.runs.release() {
             let waiting = self
                 .agents
@@ -136,7 +136,7 @@ impl Core {
     }
 
     /// Drops a turn that will not run (its agent stopped, or it was interrupted before it ran).
-    pub(super) fn drop_turn(&mut self, id: ThreadId) {
+    pub(crate) fn drop_turn(&mut self, id: ThreadId) {
         let Some(entry) = self.agents.get(&id) else {
             return;
         };
@@ -154,7 +154,7 @@ impl Core {
     }
 
     /// Input for the agent's next turn that is not mail; it asks for a turn.
-    pub(super) fn input(&mut self, id: ThreadId, items: Vec<ResponseItem>) {
+    pub(crate) fn input(&mut self, id: ThreadId, items: Vec<ResponseItem>) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };
@@ -164,7 +164,7 @@ impl Core {
 
     /// Stops the target's running turn, or takes its turn out of the queue (its status is
     /// then what its last turn left). An idle or evicted agent is left as it is.
-    pub(super) fn interrupt(&mut self, id: ThreadId, reason: &str, ticket: Option<Ticket>) {
+    pub(crate) fn interrupt(&mut self, id: ThreadId, reason: &str, ticket: Option<Ticket>) {
         let Some(entry) = self.agents.get(&id) else {
             return;
         };
@@ -194,7 +194,7 @@ impl Core {
 
     /// Closes `id`: its turn stops (`closed`), the turns below it stop (`parent_closed`),
     /// nothing below it starts another, and it shows as closed.
-    pub(super) fn close(&mut self, id: ThreadId) {
+    pub(crate) fn close(&mut self, id: ThreadId) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };
@@ -238,7 +238,7 @@ impl Core {
     }
 
     /// The session stops: every turn ends with `reason`, no new one starts.
-    pub(super) fn stop(&mut self, reason: String) {
+    pub(crate) fn stop(&mut self, reason: String) {
         self.accepting = false;
         self.stop_reason = Some(reason.clone());
         let ids: Vec<ThreadId> = self.agents.keys().copied().collect();
@@ -249,7 +249,7 @@ impl Core {
     }
 
     /// Every turn but the root's ends with `reason`, and no new one starts.
-    pub(super) fn stop_children(&mut self, reason: &str) {
+    pub(crate) fn stop_children(&mut self, reason: &str) {
         self.accepting = false;
         let ids: Vec<ThreadId> = self
             .agents
@@ -272,7 +272,7 @@ impl Core {
 
     /// An approval request of `id` opened or closed: the first open makes it
     /// `awaiting_approval`, the last close makes it `running` again.
-    pub(super) fn approval(&mut self, id: ThreadId, open: bool) {
+    pub(crate) fn approval(&mut self, id: ThreadId, open: bool) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };
@@ -291,7 +291,7 @@ impl Core {
 
     /// One response's tokens: the agent's and the tree's totals go out with the `usage` event,
     /// and `budget.exhausted` the moment the budget is crossed.
-    pub(super) fn add_usage(&mut self, id: ThreadId, used: Usage) {
+    pub(crate) fn add_usage(&mut self, id: ThreadId, used: Usage) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };

@@ -11,7 +11,7 @@ use super::{Answer, Core, Effect, Ticket, Turn};
 impl Core {
     /// A mail in the log for `recipient`. Mail to a closed agent, or a mail already here, is
     /// not delivered again.
-    pub(super) fn deliver(&mut self, recipient: ThreadId, mail: Mail) {
+    pub(crate) fn deliver(&mut self, recipient: ThreadId, mail: Mail) {
         let Some(entry) = self.agents.get_mut(&recipient) else {
             return;
         };
@@ -36,7 +36,7 @@ impl Core {
     }
 
     /// The running turn of `agent` took these mails into its history.
-    pub(super) fn consumed(&mut self, agent: ThreadId, ids: &[MailId]) {
+    pub(crate) fn consumed(&mut self, agent: ThreadId, ids: &[MailId]) {
         if let Some(entry) = self.agents.get_mut(&agent) {
             entry.mailbox.consumed(ids);
         }
@@ -44,7 +44,7 @@ impl Core {
 
     /// Wakes `id` once when it is idle, none of its children (internal agents aside) has a
     /// turn scheduled, and results wait for it.
-    pub(super) fn wake_once(&mut self, id: ThreadId) {
+    pub(crate) fn wake_once(&mut self, id: ThreadId) {
         if !self.config.wake_once {
             return;
         }
@@ -69,7 +69,7 @@ impl Core {
 
     /// After a resume: turns the last run owed (mail that asks for one waits), then the
     /// wake-once that are due.
-    pub(super) fn finish_owed(&mut self) {
+    pub(crate) fn finish_owed(&mut self) {
         let owed: Vec<ThreadId> = self
             .agents
             .values()
@@ -88,7 +88,7 @@ impl Core {
     /// After a resume, by hand (`arbor resume --continue`): every open agent whose last turn
     /// was interrupted gets a turn with [`continue_note`] (the root too, unless `skip_root`),
     /// then the turns and wakes the last run owed, all before any of them runs.
-    pub(super) fn continue_interrupted(&mut self, ticket: Ticket, skip_root: bool) {
+    pub(crate) fn continue_interrupted(&mut self, ticket: Ticket, skip_root: bool) {
         let interrupted: Vec<_> = self
             .agents
             .values()

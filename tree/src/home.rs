@@ -12,7 +12,7 @@ use super::{Answer, Core, Effect, Entry, Home, Registration, Revival, Turn};
 impl Core {
     /// An agent the session learns of. A fresh one is installed once it holds a slot (the
     /// registration's ticket is answered then); a stored one waits, evicted, for a turn.
-    pub(super) fn register(&mut self, registration: Registration) {
+    pub(crate) fn register(&mut self, registration: Registration) {
         let Registration {
             id,
             path,
@@ -68,7 +68,7 @@ impl Core {
 
     /// `id` needs its runtime (installed fresh, or revived): at once when it needs no slot or
     /// one is free, after an eviction at the cap, or later when every resident agent is busy.
-    pub(super) fn load(&mut self, id: ThreadId) {
+    pub(crate) fn load(&mut self, id: ThreadId) {
         let Some(entry) = self.agents.get(&id) else {
             return;
         };
@@ -83,7 +83,7 @@ impl Core {
     }
 
     /// Gives free slots to the agents waiting for one, oldest first, evicting where it may.
-    pub(super) fn retry_slots(&mut self) {
+    pub(crate) fn retry_slots(&mut self) {
         while let Some(&id) = self.slot_waiters.front() {
             // A new agent always wants its install; an evicted one only for a granted turn.
             let wanted = self.agents.get(&id).is_some_and(|entry| {
@@ -152,7 +152,7 @@ impl Core {
     }
 
     /// The revival of `id` finished: its granted turn runs, or ends as errored.
-    pub(super) fn revived(&mut self, id: ThreadId, result: Result<Revival, String>) {
+    pub(crate) fn revived(&mut self, id: ThreadId, result: Result<Revival, String>) {
         let Some(entry) = self.agents.get_mut(&id) else {
             return;
         };
@@ -191,7 +191,7 @@ impl Core {
     }
 
     /// Evicts an idle agent: its runtime goes, the mail handed to it waits again.
-    pub(super) fn evict(&mut self, id: ThreadId) {
+    pub(crate) fn evict(&mut self, id: ThreadId) {
         self.residency.release(id);
         let Some(entry) = self.agents.get_mut(&id) else {
             return;

@@ -12,7 +12,7 @@ use super::{Core, Entry};
 
 impl Core {
     /// `wait_agent` of `caller`: it shows as `waiting` until the wait ends.
-    pub(super) fn wait(
+    pub(crate) fn wait(
         &mut self,
         ticket: Ticket,
         caller: ThreadId,
@@ -45,7 +45,7 @@ impl Core {
     }
 
     /// The deadline of wait `ticket` passed: it ends unanswered.
-    pub(super) fn wait_ended(&mut self, ticket: Ticket) {
+    pub(crate) fn wait_ended(&mut self, ticket: Ticket) {
         let Some(at) = self
             .waiters
             .iter()
@@ -57,16 +57,16 @@ impl Core {
         self.resolve(waiter, None);
     }
 
-    pub(super) fn idle(&mut self, ticket: Ticket, agent: ThreadId) {
+    pub(crate) fn idle(&mut self, ticket: Ticket, agent: ThreadId) {
         self.waiters.push(Waiter::Idle { ticket, agent });
     }
 
-    pub(super) fn quiescent_wait(&mut self, ticket: Ticket) {
+    pub(crate) fn quiescent_wait(&mut self, ticket: Ticket) {
         self.waiters.push(Waiter::Quiet { ticket });
     }
 
     /// Answers every wait whose condition holds now.
-    pub(super) fn check_waiters(&mut self) {
+    pub(crate) fn check_waiters(&mut self) {
         if self.waiters.is_empty() {
             return;
         }
@@ -198,7 +198,7 @@ impl Core {
     }
 
     /// The agents of `scope`, in creation order.
-    pub(super) fn snapshot(&mut self, ticket: Ticket, scope: &Scope) {
+    pub(crate) fn snapshot(&mut self, ticket: Ticket, scope: &Scope) {
         let all = match scope {
             Scope::All => self.snapshots(),
             Scope::Within(path) => self
