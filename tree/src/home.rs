@@ -7,7 +7,7 @@ use arbor_mailbox::Mailbox;
 use arbor_protocol::{AgentStatus, ThreadId};
 use arbor_scheduler::Claim;
 
-use super::{Answer, Core, Effect, Entry, Home, Registration, Revival, Turn};
+use super::{Agent, Answer, Children, Core, Effect, Home, Registration, Revival, Turn};
 
 impl Core {
     /// An agent the session learns of. A fresh one is installed once it holds a slot (the
@@ -24,9 +24,9 @@ impl Core {
             last_message,
             ticket,
         } = registration;
-        if let Some(parent) = parent.and_then(|parent| self.agents.get_mut(&parent)) {
-            parent.children.push(id);
-        }
+        let behind_closed = parent
+            .and_then(|parent| self.agents.get(&parent))
+            .is_some_and(|parent| parent.closed || parent.behind_closed);
         let at_path = self.by_path.entry(path.clone()).or_default();
         if !at_path.contains(&id) {
             at_path.push(id);
@@ -38,14 +38,15 @@ impl Core {
         }
         let replaced = self.agents.insert(
             id,
-            Entry {
+            Agent {
                 id,
                 path,
                 parent,
-                children: Vec::new(),
+                children: Children::default(),
                 internal,
                 status,
                 closed: false,
+                behind_closed,
                 stopped: false,
                 turn: Turn::Idle,
                 home: if fresh { Home::New } else { Home::Evicted },
@@ -60,6 +61,7 @@ impl Core {
         if replaced.is_some_and(|old| old.status == AgentStatus::AwaitingApproval) {
             self.awaiting -= 1;
         }
+        self.tell_parent(id);
         if fresh {
             self.pending_tickets.push((id, ticket));
             self.load(id);
@@ -204,7 +206,7 @@ impl Core {
 
 /// Whether an agent may be evicted now: loaded, idle or only queued, and not waiting for an
 /// approval (the caller also asks whether it has live processes).
-fn evictable(entry: &Entry, queued: bool) -> bool {
+fn evictable(entry: &Agent, queued: bool) -> bool {
     entry.counted()
         && entry.home == Home::Resident
         && (entry.turn == Turn::Idle || (entry.turn == Turn::Queued && queued))

@@ -1,17 +1,26 @@
-//! The session's state as data: every agent's status, turn, residency, mailbox and approvals,
-//! the running cap, the residency order, the waits of `wait_agent`, quiescence and why the
-//! session stops. [`Core::handle`] takes one [`Input`] and returns what to do about it
-//! ([`Effect`]s, in order); nothing here touches a runtime, a file or a clock, so the decisions
-//! are tested as data (`tests.rs`). The session task (`session/actor.rs`) owns the one `Core`
-//! of a session and carries the effects out.
+//! The rules of a tree as data. Each agent's part ([`Agent`]: its mail through `mailbox`, its
+//! turn and status, its pending approvals, its children as it sees them) and the session's
+//! part (the running cap and residency through `scheduler`, quiescence, the waits, the
+//! registry of paths, the run flags). [`Core::handle`] takes one [`Input`] and returns what to
+//! do about it ([`Effect`]s, in order); nothing here touches a runtime, a file or a clock, so
+//! the decisions are tested as data (`tests.rs`, and the properties of `props.rs`).
+//!
+//! What one agent's decision tells another is a [`Note`] aimed at that agent (a child's turn
+//! or status, seen by its parent): decisions about an agent's children read its views of
+//! them, never the children's state. [`Core`] holds every agent together and applies a note
+//! at once, which is how the local engine's session task hosts the tree.
 //!
 //! Where each decision lives: scheduling and the end of a turn in `turns.rs`, the residency
 //! slot and the eviction victim in `home.rs` (the order and the victim rule itself in the
 //! `scheduler` crate), mail arrival, wake and wake-once in `mail.rs` (the rules in the
-//! `mailbox` crate), waits, quiescence and snapshots in `waits.rs`.
+//! `mailbox` crate), waits, quiescence and snapshots in `waits.rs`, an agent's part and its
+//! children's views in `agent.rs`.
 
+mod agent;
 mod home;
 mod mail;
+#[cfg(test)]
+mod props;
 #[cfg(test)]
 mod tests;
 mod turns;
@@ -20,8 +29,9 @@ mod waits;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use arbor_mailbox::Mailbox;
 use arbor_protocol::{AgentPath, AgentStatus, ThreadId, Usage};
+
+pub use agent::{Agent, ChildView, Children, Note};
 use arbor_scheduler::{Residency, RunQueue};
 
 pub use types::{
@@ -42,48 +52,10 @@ pub struct CoreConfig {
     pub budget_tokens: Option<u64>,
 }
 
-/// One agent as the session knows it.
-#[derive(Debug)]
-pub struct Entry {
-    pub id: ThreadId,
-    pub path: AgentPath,
-    pub parent: Option<ThreadId>,
-    pub children: Vec<ThreadId>,
-    /// The guardian: outside the caps, `list_agents`, wait targets and wake-once.
-    pub internal: bool,
-    pub status: AgentStatus,
-    pub closed: bool,
-    /// Its token is cancelled (closed, under a closed agent, or the session stops): no turn
-    /// starts for it any more.
-    pub stopped: bool,
-    pub turn: Turn,
-    pub home: Home,
-    pub mailbox: Mailbox,
-    /// Input for the next turn that is not mail (the user's prompt, a review request).
-    pub input: Vec<arbor_protocol::ResponseItem>,
-    pub approvals_open: u32,
-    pub last_message: Option<String>,
-    pub usage: Usage,
-    /// Turns this agent started in this process.
-    pub turns_started: u64,
-}
-
-impl Entry {
-    /// The root and internal agents run outside `max_running` and never hold a residency slot.
-    pub fn counted(&self) -> bool {
-        !self.path.is_root() && !self.internal
-    }
-
-    /// A turn is queued, waiting for its runtime, granted or running.
-    pub fn scheduled(&self) -> bool {
-        self.turn != Turn::Idle
-    }
-}
-
 /// The state of one session, and the decisions taken on it.
 pub struct Core {
     config: CoreConfig,
-    agents: BTreeMap<ThreadId, Entry>,
+    agents: BTreeMap<ThreadId, Agent>,
     /// The agents at each path (a closed path may be taken again), so that a listing of one
     /// subtree walks that subtree instead of every agent.
     by_path: HashMap<AgentPath, Vec<ThreadId>>,
@@ -106,6 +78,9 @@ pub struct Core {
     /// Agents whose status is `awaiting_approval`: a wait looks for one only when there is.
     awaiting: usize,
     waiters: Vec<Waiter>,
+    /// Parents one of whose children's turns ended or was dropped in this input: each may
+    /// be owed its wake-once now.
+    wake_checks: Vec<ThreadId>,
     effects: Vec<Effect>,
 }
 
@@ -138,6 +113,7 @@ impl Core {
             busy: 0,
             awaiting: 0,
             waiters: Vec::new(),
+            wake_checks: Vec::new(),
             effects: Vec::new(),
         }
     }
@@ -188,13 +164,16 @@ impl Core {
             Input::Stop { reason } => self.stop(reason),
             Input::StopChildren { reason } => self.stop_children(&reason),
         }
+        while let Some(parent) = self.wake_checks.pop() {
+            self.wake_once(parent);
+        }
         self.retry_slots();
         self.check_waiters();
         std::mem::take(&mut self.effects)
     }
 
     /// The agent `id`, if the session knows it.
-    pub fn entry(&self, id: ThreadId) -> Option<&Entry> {
+    pub fn entry(&self, id: ThreadId) -> Option<&Agent> {
         self.agents.get(&id)
     }
 
@@ -223,6 +202,7 @@ impl Core {
         }
         entry.status = status.clone();
         self.effects.push(Effect::Status { agent: id, status });
+        self.tell_parent(id);
     }
 
     /// Moves an agent's turn, keeping the count of busy agents with it.
@@ -234,8 +214,36 @@ impl Core {
         entry.turn = turn;
         match (was, entry.scheduled()) {
             (false, true) => self.busy += 1,
-            (true, false) => self.busy -= 1,
-            _ => {}
+            (true, false) => {
+                self.busy -= 1;
+                // A parent may be owed its wake-once now that this child is not busy.
+                if let Some(parent) = entry.parent
+                    && !entry.internal
+                    && !self.wake_checks.contains(&parent)
+                {
+                    self.wake_checks.push(parent);
+                }
+            }
+            _ => return,
+        }
+        self.tell_parent(id);
+    }
+
+    /// The agent's parent learns how it is now.
+    fn tell_parent(&mut self, id: ThreadId) {
+        let Some(entry) = self.agents.get(&id) else {
+            return;
+        };
+        if let Some(parent) = entry.parent {
+            let view = entry.view();
+            self.note(parent, Note::Child { child: id, view });
+        }
+    }
+
+    /// Hands a note to the agent it is aimed at: held together, at once.
+    fn note(&mut self, to: ThreadId, note: Note) {
+        if let Some(agent) = self.agents.get_mut(&to) {
+            agent.take(note);
         }
     }
 }

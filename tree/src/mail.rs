@@ -57,12 +57,7 @@ impl Core {
         if entry.scheduled() || entry.closed || entry.stopped {
             return;
         }
-        let children_busy = entry.children.iter().any(|child| {
-            self.agents
-                .get(child)
-                .is_some_and(|child| !child.internal && child.scheduled())
-        });
-        if wake_once_due(true, children_busy, &entry.mailbox) {
+        if wake_once_due(true, entry.children.any_busy(), &entry.mailbox) {
             self.schedule(id);
         }
     }

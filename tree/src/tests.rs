@@ -361,6 +361,46 @@ fn wake_once_waits_for_every_child_but_internal_ones() {
 }
 
 #[test]
+fn closing_or_interrupting_the_last_busy_child_wakes_the_parent_once_with_its_results() {
+    for stop in ["close", "interrupt"] {
+        let mut s = Sim::new(CoreConfig {
+            max_running: 1,
+            max_resident: 1,
+            ..config()
+        });
+        s.spawn("/root/a", false);
+        s.spawn("/root/b", false);
+        s.mail("/root", "/root/b", MailKind::Spawn, "task b");
+        s.mail("/root", "/root/a", MailKind::Spawn, "task a");
+        // b's result waits for the root while a, evicted to make room for b, is revived.
+        let after_b = s.run("/root/b", "b done");
+        assert!(
+            after_b.contains(&"revive /root/a".to_string()),
+            "{after_b:?}"
+        );
+        assert!(
+            !after_b.iter().any(|e| e.starts_with("go /root ")),
+            "{after_b:?}"
+        );
+        // a's turn, still loading, goes: nothing of the root's children is busy any more.
+        let target = s.id("/root/a");
+        let out = if stop == "close" {
+            s.feed(Input::Close { target })
+        } else {
+            s.feed(Input::Interrupt {
+                target,
+                reason: "interrupted".into(),
+                ticket: None,
+            })
+        };
+        assert!(
+            out.contains(&"go /root [b done]".to_string()),
+            "{stop}: {out:?}"
+        );
+    }
+}
+
+#[test]
 fn the_victim_is_the_least_recently_used_idle_agent_without_processes() {
     let mut s = Sim::new(CoreConfig {
         max_resident: 2,

@@ -203,13 +203,15 @@ impl Core {
         }
         entry.closed = true;
         let mut below = vec![(id, "closed")];
-        let mut frontier = entry.children.clone();
+        let mut frontier = entry.children.ids().to_vec();
         while let Some(child) = frontier.pop() {
-            if let Some(entry) = self.agents.get(&child) {
-                frontier.extend(entry.children.iter().copied());
+            if let Some(entry) = self.agents.get_mut(&child) {
+                entry.behind_closed = true;
+                frontier.extend(entry.children.ids().iter().copied());
                 below.push((child, "parent_closed"));
             }
         }
+        self.tell_parent(id);
         for (agent, reason) in below {
             self.halt(agent, reason);
         }

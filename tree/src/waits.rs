@@ -8,7 +8,7 @@ use arbor_protocol::{AgentPath, AgentStatus, ThreadId};
 use super::types::{
     AgentSnapshot, Answer, Effect, Home, Scope, Ticket, Turn, WaitDone, WaitMode, WaitReply, Waiter,
 };
-use super::{Core, Entry};
+use super::{Agent, ChildView, Core};
 
 impl Core {
     /// `wait_agent` of `caller`: it shows as `waiting` until the wait ends.
@@ -22,18 +22,7 @@ impl Core {
         let Some(entry) = self.agents.get(&caller) else {
             return;
         };
-        let targets = targets.unwrap_or_else(|| {
-            entry
-                .children
-                .iter()
-                .filter(|child| {
-                    self.agents
-                        .get(child)
-                        .is_some_and(|child| !child.internal && !child.closed)
-                })
-                .copied()
-                .collect()
-        });
+        let targets = targets.unwrap_or_else(|| entry.children.awaited());
         self.set_status(caller, AgentStatus::Waiting);
         self.waiters.push(Waiter::Agents {
             ticket,
@@ -114,14 +103,15 @@ impl Core {
         // any mail waits at all. A target waiting for an approval has its turn running, so it
         // is busy: the approval waits for the user or the guardian, never for the caller, who
         // can do nothing about it but wait on.
-        let entries = || targets.iter().filter_map(|t| self.agents.get(t));
+        let caller = self.agents.get(&caller)?;
+        let views = || targets.iter().filter_map(|t| self.target_view(caller, *t));
         match mode {
             WaitMode::Any => {
-                let mailbox = &self.agents.get(&caller)?.mailbox;
+                let mailbox = &caller.mailbox;
                 if mailbox.unread() == 0 {
                     return None;
                 }
-                let paths: Vec<AgentPath> = entries().map(|e| e.path.clone()).collect();
+                let paths: Vec<AgentPath> = views().map(|view| view.path).collect();
                 let from: Vec<AgentPath> =
                     mailbox.unread_from(&paths).into_iter().cloned().collect();
                 (!from.is_empty()).then_some(WaitDone::Mail(from))
@@ -129,18 +119,29 @@ impl Core {
             WaitMode::All => {
                 let start = (*busy_at).min(targets.len() - 1);
                 let order = targets[start..].iter().chain(&targets[..start]);
+                let scheduled = |target: &ThreadId| match caller.children.view(*target) {
+                    Some(view) => view.scheduled,
+                    None => self.agents.get(target).is_some_and(Agent::scheduled),
+                };
                 for (step, target) in order.enumerate() {
-                    if self.agents.get(target).is_some_and(Entry::scheduled) {
+                    if scheduled(target) {
                         *busy_at = (start + step) % targets.len();
                         return None;
                     }
                 }
                 Some(WaitDone::AllIdle(
-                    entries()
-                        .map(|entry| (entry.path.clone(), entry.status.clone()))
-                        .collect(),
+                    views().map(|view| (view.path, view.status)).collect(),
                 ))
             }
+        }
+    }
+
+    /// How `caller` sees a target of its wait: a child through its view of it, another agent
+    /// (a sibling, a descendant further down) through that agent's own state.
+    fn target_view(&self, caller: &Agent, target: ThreadId) -> Option<ChildView> {
+        match caller.children.view(target) {
+            Some(view) => Some(view.clone()),
+            None => self.agents.get(&target).map(Agent::view),
         }
     }
 
@@ -160,7 +161,7 @@ impl Core {
                 if waiting {
                     self.set_status(caller, AgentStatus::Running);
                 }
-                let awaiting_approval = self.awaiting_approval(&targets);
+                let awaiting_approval = self.awaiting_approval(caller, &targets);
                 self.emit(Effect::Reply {
                     ticket,
                     answer: Answer::Wait(WaitReply {
@@ -185,15 +186,18 @@ impl Core {
     }
 
     /// The paths of `targets` waiting for an approval (looked for only when some agent is).
-    fn awaiting_approval(&self, targets: &[ThreadId]) -> Vec<AgentPath> {
+    fn awaiting_approval(&self, caller: ThreadId, targets: &[ThreadId]) -> Vec<AgentPath> {
         if self.awaiting == 0 {
             return Vec::new();
         }
+        let Some(caller) = self.agents.get(&caller) else {
+            return Vec::new();
+        };
         targets
             .iter()
-            .filter_map(|target| self.agents.get(target))
-            .filter(|entry| entry.status == AgentStatus::AwaitingApproval)
-            .map(|entry| entry.path.clone())
+            .filter_map(|target| self.target_view(caller, *target))
+            .filter(|view| view.status == AgentStatus::AwaitingApproval)
+            .map(|view| view.path)
             .collect()
     }
 
@@ -230,7 +234,7 @@ impl Core {
         while let Some(id) = stack.pop() {
             if let Some(entry) = self.agents.get(&id) {
                 found.push(id);
-                stack.extend(entry.children.iter().copied());
+                stack.extend(entry.children.ids().iter().copied());
             }
         }
         // Ids are made in creation order.
@@ -247,7 +251,7 @@ impl Core {
             .collect()
     }
 
-    fn snapshot_of(&self, entry: &Entry) -> AgentSnapshot {
+    fn snapshot_of(&self, entry: &Agent) -> AgentSnapshot {
         AgentSnapshot {
             id: entry.id,
             path: entry.path.clone(),
@@ -256,7 +260,7 @@ impl Core {
             status: entry.status.clone(),
             unread: entry.mailbox.unread(),
             closed: entry.closed,
-            behind_closed: self.behind_closed(entry),
+            behind_closed: entry.closed || entry.behind_closed,
             resident: entry.home == Home::Resident && !entry.stopped,
             queue_position: self.runs.position(entry.id),
             last_message: entry.last_message.clone(),
@@ -264,17 +268,5 @@ impl Core {
             turns_started: entry.turns_started,
             scheduled: entry.scheduled(),
         }
-    }
-
-    /// True when the agent or one of its ancestors is closed.
-    fn behind_closed(&self, entry: &Entry) -> bool {
-        let mut current = Some(entry);
-        while let Some(entry) = current {
-            if entry.closed {
-                return true;
-            }
-            current = entry.parent.and_then(|parent| self.agents.get(&parent));
-        }
-        false
     }
 }
