@@ -81,6 +81,9 @@ pub struct Core {
     /// Parents one of whose children's turns ended or was dropped in this input: each may
     /// be owed its wake-once now.
     wake_checks: Vec<ThreadId>,
+    /// Notes not yet handed over, when the agents are held apart (`None`: held together, a
+    /// note is taken at once).
+    notes: Option<VecDeque<(ThreadId, Note)>>,
     effects: Vec<Effect>,
 }
 
@@ -114,8 +117,17 @@ impl Core {
             awaiting: 0,
             waiters: Vec::new(),
             wake_checks: Vec::new(),
+            notes: None,
             effects: Vec::new(),
         }
+    }
+
+    /// Holds the agents apart: a note reaches its agent only once the decisions of the input
+    /// that made it are taken, as it does when each agent lives under its own key. The
+    /// decisions are the same (`props.rs` checks it); only their order within an input moves.
+    pub fn held_apart(mut self) -> Self {
+        self.notes = Some(VecDeque::new());
+        self
     }
 
     /// Takes one input and returns what to do, in order.
@@ -164,11 +176,11 @@ impl Core {
             Input::Stop { reason } => self.stop(reason),
             Input::StopChildren { reason } => self.stop_children(&reason),
         }
-        while let Some(parent) = self.wake_checks.pop() {
-            self.wake_once(parent);
-        }
+        self.settle();
         self.retry_slots();
+        self.settle();
         self.check_waiters();
+        self.hand_notes();
         std::mem::take(&mut self.effects)
     }
 
@@ -240,10 +252,34 @@ impl Core {
         }
     }
 
-    /// Hands a note to the agent it is aimed at: held together, at once.
+    /// Hands a note to the agent it is aimed at: held together, at once; held apart, once
+    /// the input's decisions are taken ([`Core::settle`]).
     fn note(&mut self, to: ThreadId, note: Note) {
-        if let Some(agent) = self.agents.get_mut(&to) {
+        if let Some(queue) = &mut self.notes {
+            queue.push_back((to, note));
+        } else if let Some(agent) = self.agents.get_mut(&to) {
             agent.take(note);
+        }
+    }
+
+    /// Hands over the notes still travelling.
+    fn hand_notes(&mut self) {
+        while let Some((to, note)) = self.notes.as_mut().and_then(VecDeque::pop_front) {
+            if let Some(agent) = self.agents.get_mut(&to) {
+                agent.take(note);
+            }
+        }
+    }
+
+    /// Hands over the notes still travelling, then asks each parent whose child stopped
+    /// being busy whether it is owed its wake-once, until neither is left.
+    fn settle(&mut self) {
+        loop {
+            self.hand_notes();
+            let Some(parent) = self.wake_checks.pop() else {
+                return;
+            };
+            self.wake_once(parent);
         }
     }
 }

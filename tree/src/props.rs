@@ -72,10 +72,12 @@ struct Sim {
     /// Each wait's caller.
     waits: HashMap<Ticket, ThreadId>,
     tickets: Ticket,
+    /// What the inputs of the last op did, as paths and texts (ids differ between sims).
+    did: Vec<String>,
 }
 
 impl Sim {
-    fn new(max_running: usize, max_resident: usize) -> Self {
+    fn new(max_running: usize, max_resident: usize, apart: bool) -> Self {
         let config = CoreConfig {
             max_running,
             max_resident,
@@ -83,13 +85,15 @@ impl Sim {
             root_driven: true,
             budget_tokens: None,
         };
+        let core = Core::new(config, Box::new(|_| false));
         let mut sim = Self {
-            core: Core::new(config, Box::new(|_| false)),
+            core: if apart { core.held_apart() } else { core },
             ids: Vec::new(),
             paths: Vec::new(),
             tasks: HashMap::new(),
             waits: HashMap::new(),
             tickets: 0,
+            did: Vec::new(),
         };
         for path in PATHS {
             let path = AgentPath::parse(path).expect("path");
@@ -296,6 +300,8 @@ impl Sim {
 
     fn feed(&mut self, input: Input) {
         let effects = self.core.handle(input);
+        let rendered: Vec<String> = effects.iter().map(|effect| self.render(effect)).collect();
+        self.did.extend(rendered);
         for effect in effects {
             match effect {
                 Effect::Go { agent, mails, .. } => {
@@ -350,6 +356,41 @@ impl Sim {
         }
     }
 
+    fn path(&self, id: &ThreadId) -> &str {
+        let at = self
+            .ids
+            .iter()
+            .position(|known| known == id)
+            .expect("known");
+        self.paths[at].as_str()
+    }
+
+    /// An effect as paths and texts.
+    fn render(&self, effect: &Effect) -> String {
+        let texts = |mails: &[Mail]| {
+            let mut texts: Vec<&str> = mails.iter().map(|mail| mail.content.as_str()).collect();
+            texts.sort_unstable();
+            texts.join(",")
+        };
+        match effect {
+            Effect::Go {
+                agent,
+                input,
+                mails,
+            } => format!("go {} {} {}", self.path(agent), texts(mails), input.len()),
+            Effect::Hand { agent, mails } => format!("hand {} {}", self.path(agent), texts(mails)),
+            Effect::Status { agent, status } => format!("status {} {status:?}", self.path(agent)),
+            Effect::Reply { ticket, answer } => format!("reply {ticket} {answer:?}"),
+            Effect::Install { agent } => format!("install {}", self.path(agent)),
+            Effect::Revive { agent } => format!("revive {}", self.path(agent)),
+            Effect::Evict { agent } => format!("evict {}", self.path(agent)),
+            Effect::Cancel { agent, reason } => format!("cancel {} {reason}", self.path(agent)),
+            Effect::Close { agent } => format!("close {}", self.path(agent)),
+            Effect::Emit(event) => format!("emit {}", event.type_name()),
+            other => format!("{other:?}"),
+        }
+    }
+
     /// What holds after every input.
     fn check(&self) {
         for id in &self.ids {
@@ -395,9 +436,38 @@ proptest! {
         max_resident in 1usize..6,
         ops in proptest::collection::vec(op(), 1..120),
     ) {
-        let mut sim = Sim::new(max_running, max_resident);
+        let mut sim = Sim::new(max_running, max_resident, false);
         for op in ops {
             sim.apply(op);
+        }
+    }
+
+    /// The same decisions whether a note reaches its agent at once or after the input's own
+    /// decisions: each op does the same things (in an order that may differ) and leaves every
+    /// agent as the other host leaves it.
+    #[test]
+    fn agents_held_apart_decide_as_agents_held_together(
+        max_running in 1usize..4,
+        max_resident in 1usize..6,
+        ops in proptest::collection::vec(op(), 1..120),
+    ) {
+        let mut together = Sim::new(max_running, max_resident, false);
+        let mut apart = Sim::new(max_running, max_resident, true);
+        for op in ops {
+            together.did.clear();
+            apart.did.clear();
+            together.apply(op.clone());
+            apart.apply(op.clone());
+            together.did.sort();
+            apart.did.sort();
+            prop_assert_eq!(&together.did, &apart.did, "{:?}", op);
+            for (at, path) in PATHS.iter().enumerate() {
+                let (a, b) = (
+                    together.core.entry(together.ids[at]).expect("agent"),
+                    apart.core.entry(apart.ids[at]).expect("agent"),
+                );
+                prop_assert_eq!((&a.status, a.turn), (&b.status, b.turn), "{}", path);
+            }
         }
     }
 }
