@@ -1,6 +1,6 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|restate-floor [FLAGS]|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
@@ -11,6 +11,7 @@ mod http_overhead;
 mod mcp;
 mod reconcile;
 mod residency;
+mod restate_floor;
 mod rollout;
 mod store;
 mod stream;
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         "mcp" => mcp::run(),
         "ui" => ui::run(),
         "worktree" => worktree::run(),
+        "restate-floor" => restate_floor::run(&args[1..]),
         "all" => store::run()
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
@@ -67,7 +69,7 @@ fn main() -> ExitCode {
             .and_then(|()| compaction::gc(1_000)),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree, restate-floor or all"
             );
             return ExitCode::from(2);
         }

@@ -229,7 +229,7 @@ impl Screen {
 }
 
 /// CPU seconds a process has used (user and system), from `/proc`.
-fn process_cpu(pid: u32) -> Result<f64, String> {
+pub(crate) fn process_cpu(pid: u32) -> Result<f64, String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_err(err)?;
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();

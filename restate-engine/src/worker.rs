@@ -160,7 +160,17 @@ pub async fn serve(
     worker: Arc<Worker>,
     stop: impl std::future::Future,
 ) {
-    let endpoint = HyperEndpoint::new(endpoint(worker));
+    serve_endpoint(listener, endpoint(worker), stop).await;
+}
+
+/// Serves `endpoint`'s services on `listener` until `stop` completes, as [`serve`] does
+/// arbor's (the benchmarks serve services of their own this way).
+pub async fn serve_endpoint(
+    listener: tokio::net::TcpListener,
+    endpoint: Endpoint,
+    stop: impl std::future::Future,
+) {
+    let endpoint = HyperEndpoint::new(endpoint);
     let mut stop = std::pin::pin!(stop);
     loop {
         tokio::select! {
