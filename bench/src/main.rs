@@ -1,6 +1,6 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|ids|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
@@ -8,6 +8,7 @@ mod compaction;
 mod durability;
 mod fanout;
 mod http_overhead;
+mod ids;
 mod mcp;
 mod reconcile;
 mod residency;
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         "mcp" => mcp::run(),
         "ui" => ui::run(),
         "worktree" => worktree::run(),
+        "ids" => ids::run(),
         "all" => store::run()
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
@@ -63,11 +65,12 @@ fn main() -> ExitCode {
             .and_then(|()| mcp::run())
             .and_then(|()| ui::run())
             .and_then(|()| worktree::run())
+            .and_then(|()| ids::run())
             .and_then(|()| durability::run_all())
             .and_then(|()| compaction::gc(1_000)),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree, ids or all"
             );
             return ExitCode::from(2);
         }
