@@ -222,7 +222,7 @@ pub(crate) fn insert_or_replace_approval(
 }
 
 fn query(conn: &Connection, sql: &str, key: &str) -> OpResult<Vec<ApprovalRecord>> {
-    crate::store::collect(conn, sql, [key], approval_from_row)
+    crate::query::collect(conn, sql, [key], approval_from_row)
 }
 
 pub(crate) fn approval_from_row(row: &Row<'_>) -> OpResult<ApprovalRecord> {

@@ -24,11 +24,14 @@
 //! `$ARBOR_HOME`.
 
 mod approvals;
+mod connection;
 mod edges;
 mod error;
 mod mail;
+mod migrations;
 mod overrides;
 mod persist;
+mod query;
 mod readonly;
 mod retention;
 mod schema;
@@ -40,11 +43,13 @@ mod walk;
 mod worktrees;
 
 pub use approvals::{ApprovalOutcome, ApprovalRecord, DecidedBy};
+pub use connection::BUSY_TIMEOUT;
 pub use edges::{AgentGraphStore, EdgeStatus};
 pub use error::StoreError;
 pub use mail::QueuedMail;
+pub use migrations::SCHEMA_VERSION;
 pub use overrides::{AnswerOutcome, ApprovalOverride, OverrideKey, answer_outcome};
-pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
+pub use schema::APPLICATION_ID;
 pub use state::{AgentRow, LogPosition, MailRow, SessionState};
 pub use store::{STATE_FILE_NAME, Store};
 pub use threads::{LAST_SESSION, MIN_SESSION_PREFIX, ThreadRecord};

@@ -18,12 +18,6 @@ pub struct QueuedMail {
 const MAIL_COLUMNS: &str = "recipient_id, id, author, recipient, kind, trigger_turn, content, \
                             created_at, from_user";
 
-/// Whether a mail came from the user (its author is `/root`, whose place the user speaks
-/// from).
-pub(crate) const MIGRATION: &str = r#"
-ALTER TABLE mail ADD COLUMN from_user INTEGER NOT NULL DEFAULT 0 CHECK (from_user IN (0, 1));
-"#;
-
 impl Store {
     /// The thread's unconsumed mail, in enqueue order.
     pub fn unconsumed_mail(&self, recipient_id: ThreadId) -> Result<Vec<Mail>, StoreError> {
@@ -86,7 +80,7 @@ pub(crate) fn insert_mail(
 }
 
 fn query(conn: &Connection, sql: &str, key: &str) -> OpResult<Vec<QueuedMail>> {
-    crate::store::collect(conn, sql, [key], from_row)
+    crate::query::collect(conn, sql, [key], from_row)
 }
 
 fn from_row(row: &Row<'_>) -> OpResult<QueuedMail> {

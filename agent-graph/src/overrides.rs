@@ -90,7 +90,7 @@ impl Store {
     /// Every override of a session, in grant order.
     pub fn overrides(&self, session: ThreadId) -> Result<Vec<ApprovalOverride>, StoreError> {
         self.read("list approval overrides", |conn| {
-            crate::store::collect(
+            crate::query::collect(
                 conn,
                 &format!(
                     "SELECT {COLUMNS} FROM approval_overrides WHERE session_id = ?1

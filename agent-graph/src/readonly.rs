@@ -16,7 +16,7 @@ use crate::StoreError;
 /// shared memory when it can, as immutable when the disk has no room for it.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = crate::schema::open(path, flags)?;
+    let conn = crate::connection::open(path, flags)?;
     let err = match first_read(&conn) {
         Ok(()) => return Ok(conn),
         Err(err) => err,
@@ -28,13 +28,13 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     if no_room {
         drop(conn);
         let flags = flags | OpenFlags::SQLITE_OPEN_URI;
-        if let Ok(immutable) = crate::schema::open(Path::new(&immutable_uri(path)), flags)
+        if let Ok(immutable) = crate::connection::open(Path::new(&immutable_uri(path)), flags)
             && first_read(&immutable).is_ok()
         {
             return Ok(immutable);
         }
     }
-    Err(crate::schema::classify(path, err))
+    Err(crate::connection::classify(path, err))
 }
 
 /// The first read of a connection: the one that maps the shared memory.

@@ -167,22 +167,6 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs a query and maps every row with `map`, in the order SQLite returns them.
-pub(crate) fn collect<T>(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-    mut map: impl FnMut(&rusqlite::Row<'_>) -> OpResult<T>,
-) -> OpResult<Vec<T>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(params)?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        out.push(map(row)?);
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,13 +13,6 @@ use crate::{Store, StoreError};
 /// Shortest session-id prefix [`Store::find_session_by_prefix`] accepts.
 pub const MIN_SESSION_PREFIX: usize = 8;
 
-/// The migration that gives a session root its handle, the short name commands take beside
-/// its id.
-pub(crate) const HANDLE_MIGRATION: &str = r#"
-ALTER TABLE threads ADD COLUMN handle TEXT;
-CREATE INDEX threads_by_handle ON threads (handle) WHERE handle IS NOT NULL;
-"#;
-
 /// What a command line passes as SESSION for the newest session.
 pub const LAST_SESSION: &str = "--last";
 
@@ -66,13 +59,6 @@ impl ThreadRecord {
         self.meta.session_id
     }
 }
-
-/// The migration that gives each agent its provider (NULL: the session's default, as rows of
-/// earlier versions) and, of its input tokens, those written to a prompt cache.
-pub(crate) const PROVIDER_MIGRATION: &str = "
-ALTER TABLE threads ADD COLUMN provider TEXT;
-ALTER TABLE threads ADD COLUMN tokens_cache_write INTEGER NOT NULL DEFAULT 0;
-";
 
 pub(crate) const THREAD_COLUMNS: &str = "t.id, t.session_id, t.parent_id, t.path, t.depth, \
     t.nickname, t.role, t.model, t.effort, t.sandbox, t.cwd, t.status, t.status_reason, \

@@ -8,26 +8,6 @@ use rusqlite::{Connection, Row, params};
 use crate::error::OpResult;
 use crate::walk::parse_id;
 
-/// Migration 5: the worktrees table.
-pub(crate) const MIGRATION: &str = r#"
--- One row per agent that works in a git worktree of its own (isolation = "worktree").
-CREATE TABLE worktrees (
-    thread_id  TEXT PRIMARY KEY NOT NULL REFERENCES threads(id),
-    session_id TEXT NOT NULL REFERENCES threads(id),
-    path       TEXT NOT NULL,
-    branch     TEXT NOT NULL,
-    base       TEXT NOT NULL,
-    source     TEXT NOT NULL,
-    prefix     TEXT NOT NULL,
-    merged     TEXT,
-    merged_into TEXT,
-    removed    INTEGER NOT NULL DEFAULT 0 CHECK (removed IN (0, 1)),
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX worktrees_by_session ON worktrees (session_id);
-"#;
-
 /// One agent's worktree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorktreeRecord {

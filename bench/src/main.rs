@@ -1,6 +1,6 @@
 //! `arbor-bench`: runs arbor's benchmarks and prints one JSON line per measurement.
 //!
-//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|restate-floor [FLAGS]|all]`.
+//! Usage: `cargo run --release -p arbor-bench -- [store|rollout|fanout [N...]|stream|http|revive|revive-window|resume|churn|pingpong [N]|approvals|reconcile|mcp|durability|gc [N]|ui|worktree|restate-floor [FLAGS]|ids|all]`.
 //! Files go under `ARBOR_BENCH_DIR` (default: the system temp dir).
 
 mod approvals;
@@ -8,6 +8,7 @@ mod compaction;
 mod durability;
 mod fanout;
 mod http_overhead;
+mod ids;
 mod mcp;
 mod reconcile;
 mod residency;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         "ui" => ui::run(),
         "worktree" => worktree::run(),
         "restate-floor" => restate_floor::run(&args[1..]),
+        "ids" => ids::run(),
         "all" => store::run()
             .and_then(|()| rollout::run())
             .and_then(|()| fanout::run(&sizes))
@@ -65,11 +67,12 @@ fn main() -> ExitCode {
             .and_then(|()| mcp::run())
             .and_then(|()| ui::run())
             .and_then(|()| worktree::run())
+            .and_then(|()| ids::run())
             .and_then(|()| durability::run_all())
             .and_then(|()| compaction::gc(1_000)),
         other => {
             eprintln!(
-                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree, restate-floor or all"
+                "error: unknown benchmark `{other}`; expected store, rollout, fanout, stream, http, revive, revive-window, resume, churn, pingpong, approvals, reconcile, mcp, durability, gc, ui, worktree, restate-floor, ids or all"
             );
             return ExitCode::from(2);
         }

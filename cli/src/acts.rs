@@ -30,7 +30,7 @@ fn with_engine<T>(
             block_on(restate(&restate_engine))
         }
         EngineKind::Local => {
-            crate::read::open_store(home)?;
+            crate::store::open_store(home)?;
             let local_engine = Local {
                 home: home.to_path_buf(),
             };

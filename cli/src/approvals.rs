@@ -11,24 +11,7 @@ use serde_json::{Value, json};
 
 use crate::args::{AnswerArgs, ReadArgs};
 use crate::error::CliError;
-
-/// One `  label: value` line of a request as a person reads it (here, in `--engine restate`'s
-/// list and in the terminal prompt): the value as `text::visible_lines` shows it, every line
-/// after the first indented under the label, so a command or a justification the model wrote
-/// can neither erase nor pose as another line.
-pub fn field(label: &str, value: &str) -> String {
-    format!(
-        "  {label}: {}\n",
-        arbor_protocol::text::visible_lines(value, "    ")
-    )
-}
-
-/// What a request asks to run, for a person: its command, or the whole action.
-pub fn command_of(action: &Value) -> String {
-    action["command"]
-        .as_str()
-        .map_or_else(|| action.to_string(), str::to_string)
-}
+use crate::fields::{command_of, field};
 
 fn row(record: &ApprovalRecord, overridden: Option<&ApprovalOverride>) -> Value {
     json!({
@@ -54,7 +37,7 @@ fn row(record: &ApprovalRecord, overridden: Option<&ApprovalOverride>) -> Value 
 /// `arbor approvals <SESSION> [--json]`: every request of the session, in request order (the
 /// store's view with the session log's later lines applied, like every read).
 pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
-    crate::read::open_store(home)?;
+    crate::store::open_store(home)?;
     let view = arbor_orchestrator::SessionView::open(home, &args.session)?;
     let records = &view.state.approvals;
     let overrides: HashMap<String, &ApprovalOverride> = view
@@ -110,7 +93,7 @@ pub fn list(home: &Path, args: &ReadArgs) -> Result<(), CliError> {
 /// `arbor approve|deny <SESSION> <REQUEST_ID>`.
 pub fn answer(home: &Path, args: &AnswerArgs, approve: bool) -> Result<u8, CliError> {
     crate::outside::ensure_outside_sandbox(home, "answer approval requests")?;
-    crate::read::open_store(home)?;
+    crate::store::open_store(home)?;
     let answered = answer_external(home, &args.session, &args.request_id, approve).map_err(
         |err| match err {
             OrchestratorError::Refused(message) => CliError::usage(message),

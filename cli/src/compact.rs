@@ -32,7 +32,7 @@ fn run_options(args: &CompactArgs) -> Result<RunOptions, CliError> {
 
 pub async fn compact(home: PathBuf, args: CompactArgs) -> Result<u8, CliError> {
     let root = {
-        let store = crate::read::open_store(&home)?;
+        let store = crate::store::open_store(&home)?;
         arbor_orchestrator::find_root(&store, &args.session)?
     };
     let run = run_options(&args)?;

@@ -73,6 +73,19 @@ impl From<arbor_orchestrator::OrchestratorError> for CliError {
     }
 }
 
+/// An orchestrator error from a request made from outside a session (a diff, a merge, mail to
+/// a session another process may drive): a refusal is a usage error, a failure of the store or
+/// the log underneath a plain failure.
+pub(crate) fn external(err: arbor_orchestrator::OrchestratorError) -> CliError {
+    match err {
+        arbor_orchestrator::OrchestratorError::Refused(message) => CliError::usage(message),
+        // What failed underneath a request from outside: the store or the log.
+        other @ (arbor_orchestrator::OrchestratorError::Store(_)
+        | arbor_orchestrator::OrchestratorError::Log(_)) => CliError::failed(other.to_string()),
+        other => other.into(),
+    }
+}
+
 impl From<arbor_agent_graph::StoreError> for CliError {
     fn from(err: arbor_agent_graph::StoreError) -> Self {
         if err.is_lookup() {

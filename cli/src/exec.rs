@@ -17,7 +17,7 @@ use crate::providers::Plan;
 
 /// Runs `arbor exec` and returns the exit code.
 pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
-    let prompt = crate::session::read_prompt(&args.prompt)?;
+    let prompt = read_prompt(&args.prompt)?;
     let workspace = workspace_of(&args.run)?;
     let file = crate::config::load(&home, &workspace)?;
     let model = build_model(&args.run, &file)?;
@@ -47,6 +47,25 @@ pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
         eprintln!("{note}");
     }
     code
+}
+
+/// The root's prompt: the argument, or stdin for `-`; an empty one is refused.
+pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
+    let text = if prompt == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|err| {
+            CliError::usage(format!("could not read the prompt from stdin: {err}"))
+        })?;
+        text
+    } else {
+        prompt.to_string()
+    };
+    if text.trim().is_empty() {
+        return Err(CliError::usage(
+            "the prompt is empty: give the root agent a task",
+        ));
+    }
+    Ok(text)
 }
 
 /// Output mode the options ask for.

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::args::GcArgs;
 use crate::error::CliError;
-use crate::output::out;
+use crate::output::{human_bytes, out};
 
 /// `arbor gc`.
 pub fn gc(home: &Path, args: &GcArgs) -> Result<u8, CliError> {
@@ -33,7 +33,7 @@ pub fn gc(home: &Path, args: &GcArgs) -> Result<u8, CliError> {
         older_than,
         keep_last: args.keep_last,
     };
-    let store = crate::read::open_store(home)?;
+    let store = crate::store::open_store(home)?;
     drop(store);
     let store = Store::open(home)?;
     let outcome = retention::collect(home, &store, rules, args.dry_run)?;
@@ -105,23 +105,6 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(number.saturating_mul(seconds)))
 }
 
-/// `1.5 MB`-style sizes.
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: &[&str] = &["B", "KB", "MB", "GB", "TB"];
-    #[allow(clippy::cast_precision_loss, reason = "a size shown to one decimal")]
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 /// `retention` in config: the sessions idle longer than it go before the new one starts; what
 /// to report. A bad value stops `exec`; a failed deletion is reported and `exec` goes on.
 pub async fn retain(home: PathBuf, retention: &str) -> Result<Option<String>, CliError> {
@@ -182,12 +165,5 @@ mod tests {
                 .expect_err("an error")
                 .contains("unknown unit `.5d`")
         );
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(1536), "1.5 KB");
-        assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MB");
     }
 }

@@ -26,6 +26,23 @@ pub fn out(result: std::io::Result<()>) -> Result<(), crate::error::CliError> {
     }
 }
 
+/// `1.5 MB`-style sizes.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: &[&str] = &["B", "KB", "MB", "GB", "TB"];
+    #[allow(clippy::cast_precision_loss, reason = "a size shown to one decimal")]
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
 /// How events are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -383,4 +400,16 @@ fn human(event: &Event) -> Option<String> {
         | Event::Usage { .. }
         | Event::SessionCompleted { .. } => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KB");
+        assert_eq!(human_bytes(3 * 1024 * 1024), "3.0 MB");
+    }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::approvals::field;
+use crate::fields::field;
 use crate::screen;
 
 /// How often an open prompt checks whether its request was decided elsewhere.

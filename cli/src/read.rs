@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use arbor_agent_graph::{AgentRow, EdgeStatus, SessionTree, Store, ThreadRecord};
+use arbor_agent_graph::{AgentRow, EdgeStatus, SessionTree, ThreadRecord};
 use arbor_orchestrator::SessionView;
 use arbor_protocol::text;
 use arbor_protocol::{
@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::args::{LogArgs, MailArgs, ReadArgs, TreeArgs, TreeFormat};
 use crate::error::CliError;
 use crate::output::out;
+use crate::store::open_store;
 
 /// One agent as the read commands show it.
 struct Row<'a> {
@@ -72,17 +73,6 @@ fn open_session(home: &Path, session: &str) -> Result<SessionView, CliError> {
         eprintln!("notice: {notice}");
     }
     Ok(view)
-}
-
-/// The store of `home`, to read; a home without one is a usage error.
-pub fn open_store(home: &Path) -> Result<Store, CliError> {
-    if !home.join(arbor_agent_graph::STATE_FILE_NAME).exists() {
-        return Err(CliError::usage(format!(
-            "no arbor state in {}: run `arbor exec` first, or pass --home",
-            home.display()
-        )));
-    }
-    Ok(Store::open_read_only(home)?)
 }
 
 /// Every agent of the session, root first, then by depth and path, with worktree agents'
@@ -309,7 +299,7 @@ fn print_sessions(home: &Path, list: &[Value], json: bool) -> Result<(), CliErro
                 "agents"
             ),
             status.name(),
-            crate::gc::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
+            crate::output::human_bytes(s["size_bytes"].as_u64().unwrap_or(0)),
             text::visible(&text::truncate_middle(&prompt.replace('\n', " "), 80))
         ))?;
     }

@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arbor_model::{BoxFuture, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse};
-use arbor_orchestrator::{Lease, Orchestrator, OrchestratorError, send_external};
+use arbor_orchestrator::{Lease, Orchestrator, send_external};
 use arbor_protocol::{AgentStatus, MailKind};
 
 use crate::args::{FollowupArgs, ResumeArgs};
-use crate::error::{CliError, EXIT_INTERRUPTED};
+use crate::error::{CliError, EXIT_INTERRUPTED, external};
 use crate::exec::{
-    Console, Start, build_model, mode_of, run_config, run_root, terminal_attached, workspace_of,
+    Console, Start, build_model, mode_of, read_prompt, run_config, run_root, terminal_attached,
+    workspace_of,
 };
 
 /// Whether a terminal can answer approvals in `arbor resume`: its prompt (the last word, when
@@ -42,19 +43,8 @@ impl ModelClient for NoModel {
     }
 }
 
-pub(crate) fn external(err: OrchestratorError) -> CliError {
-    match err {
-        OrchestratorError::Refused(message) => CliError::usage(message),
-        // What failed underneath a request from outside: the store or the log.
-        other @ (OrchestratorError::Store(_) | OrchestratorError::Log(_)) => {
-            CliError::failed(other.to_string())
-        }
-        other => other.into(),
-    }
-}
-
 pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
-    crate::read::open_store(&home)?;
+    crate::store::open_store(&home)?;
     let mut words = args.words.iter();
     let session = if args.last {
         arbor_agent_graph::LAST_SESSION.to_string()
@@ -129,9 +119,9 @@ pub async fn resume(home: PathBuf, args: ResumeArgs) -> Result<u8, CliError> {
 }
 
 pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError> {
-    crate::read::open_store(&home)?;
+    crate::store::open_store(&home)?;
     let root = {
-        let store = crate::read::open_store(&home)?;
+        let store = crate::store::open_store(&home)?;
         arbor_orchestrator::find_root(&store, &args.session)?
     };
     if let Some(pid) = Lease::holder(&home, root.id()) {
@@ -197,23 +187,4 @@ pub async fn followup(home: PathBuf, args: FollowupArgs) -> Result<u8, CliError>
             Ok(1)
         }
     }
-}
-
-/// The root's prompt: the argument, or stdin for `-`; an empty one is refused.
-pub fn read_prompt(prompt: &str) -> Result<String, CliError> {
-    let text = if prompt == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|err| {
-            CliError::usage(format!("could not read the prompt from stdin: {err}"))
-        })?;
-        text
-    } else {
-        prompt.to_string()
-    };
-    if text.trim().is_empty() {
-        return Err(CliError::usage(
-            "the prompt is empty: give the root agent a task",
-        ));
-    }
-    Ok(text)
 }

@@ -89,7 +89,7 @@ pub fn ui(home: PathBuf, args: UiArgs) -> Result<u8, CliError> {
         args.session.clone()
     };
     if session.is_some() {
-        crate::read::open_store(&home)?;
+        crate::store::open_store(&home)?;
     }
     let workspace = crate::exec::workspace_of(&args.run)?;
     let file = crate::config::load(&home, &workspace)?;

@@ -14,12 +14,11 @@ use arbor_worktree::Strategy;
 use serde_json::{Value, json};
 
 use crate::args::{DiffArgs, MergeArgs, StrategyArg};
-use crate::error::CliError;
+use crate::error::{CliError, external};
 use crate::output::out;
-use crate::session::external;
 
 pub fn diff(home: &Path, args: &DiffArgs) -> Result<u8, CliError> {
-    crate::read::open_store(home)?;
+    crate::store::open_store(home)?;
     let text =
         outside::diff(home, &args.session, &args.target, args.path.as_deref()).map_err(external)?;
     if text.is_empty() {
@@ -33,7 +32,7 @@ pub fn diff(home: &Path, args: &DiffArgs) -> Result<u8, CliError> {
 }
 
 pub fn merge(home: &Path, args: &MergeArgs) -> Result<u8, CliError> {
-    crate::read::open_store(home)?;
+    crate::store::open_store(home)?;
     let strategy = match args.strategy {
         StrategyArg::Merge => Strategy::Merge,
         StrategyArg::Ours => Strategy::Ours,

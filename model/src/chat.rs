@@ -18,9 +18,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::http::HttpClient;
-use crate::responses::excerpt;
 use crate::retry::{Failure, stream_error};
 use crate::sse::SseEvent;
+use crate::sse::excerpt;
 use crate::stream::{CallIds, Decoder, Progress};
 use crate::{
     BoxFuture, Finish, ModelClient, ModelError, ModelEvents, ModelRequest, ModelResponse, arguments,

@@ -1,30 +1,25 @@
-//! The HTTP providers' configuration, the constructor that picks one, and the transport they
-//! share: one `POST` per attempt, status classification, error bodies, retries.
+//! The HTTP providers' configuration and the transport they share: one `POST` per attempt, status classification, error bodies, retries.
 //!
 //! The API key goes into one header marked sensitive and nowhere else (`Authorization: Bearer`,
 //! or `x-api-key` for the Messages API): `Debug` prints `[redacted]`, and every text that came
 //! from the server is scrubbed of the key before it can reach an error, a log line or an event.
 
 use std::fmt;
-use std::sync::{Arc, Once};
+use std::sync::Once;
 use std::time::Duration;
 
 use arbor_protocol::text::truncate_middle;
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
+use crate::kind::{DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL};
 use crate::retry::{Answer, Failure, RetryPolicy, retry_after, with_retries};
 use crate::stream::{Decoder, read_stream};
-use crate::{
-    ModelClient, ModelError, ModelEvents, ModelResponse, ProviderKind, anthropic, chat, responses,
-};
+use crate::transport_error::describe;
+use crate::{ModelError, ModelEvents, ModelResponse, ProviderKind};
 
 /// The version of the Messages API the `anthropic` provider speaks (`anthropic-version`).
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-/// Where the `openai` provider goes unless told otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The environment variable that holds the API key unless `api_key_env` names another.
-pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// How long to wait for response headers, and for each read of the stream after them.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 /// The longest wait for a TCP and TLS connection, whatever `request_timeout` says.
@@ -101,19 +96,6 @@ pub fn api_key_from_env(var: &str) -> Result<String, ModelError> {
             "{var} is not set; export it or set api_key_env"
         ))),
     }
-}
-
-/// The provider of `kind` for the server `config` describes. Fails on a bad URL or header.
-pub fn build_provider(
-    kind: ProviderKind,
-    config: HttpProviderConfig,
-) -> Result<Arc<dyn ModelClient>, ModelError> {
-    let http = HttpClient::new(config, kind)?;
-    Ok(match kind {
-        ProviderKind::OpenAi => Arc::new(responses::ResponsesProvider::new(http)),
-        ProviderKind::Chat => Arc::new(chat::ChatProvider::new(http)),
-        ProviderKind::Anthropic => Arc::new(anthropic::AnthropicProvider::new(http)),
-    })
 }
 
 /// The transport one provider uses.
@@ -430,21 +412,6 @@ pub(crate) fn error_message(body: &[u8], reason_phrase: Option<&str>) -> String 
         message
     };
     truncate_middle(&message, MAX_ERROR_MESSAGE_BYTES)
-}
-
-/// A reqwest error with its causes, which its own `Display` leaves out.
-pub(crate) fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// reqwest is built without a bundled crypto provider (to keep aws-lc out of the build); ring

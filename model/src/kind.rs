@@ -8,6 +8,11 @@ use arbor_protocol::ResponseItem;
 
 use crate::ModelError;
 
+/// Where the `openai` provider goes unless told otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The environment variable that holds the API key unless `api_key_env` names another.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProviderKind {
@@ -36,7 +41,7 @@ impl ProviderKind {
     /// Where this kind's provider goes unless told otherwise.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::Chat => crate::http::DEFAULT_BASE_URL,
+            Self::OpenAi | Self::Chat => DEFAULT_BASE_URL,
             Self::Anthropic => "https://api.anthropic.com/v1",
         }
     }
@@ -44,7 +49,7 @@ impl ProviderKind {
     /// The environment variable that holds the key unless `api_key_env` names another.
     pub fn default_key_env(self) -> &'static str {
         match self {
-            Self::OpenAi | Self::Chat => crate::http::DEFAULT_API_KEY_ENV,
+            Self::OpenAi | Self::Chat => DEFAULT_API_KEY_ENV,
             Self::Anthropic => "ANTHROPIC_API_KEY",
         }
     }

@@ -228,10 +228,5 @@ fn error_failure(error: &Value) -> Failure {
     stream_error(code, message)
 }
 
-/// The start of a bad event's data, for the error message.
-pub(crate) fn excerpt(data: &str) -> String {
-    arbor_protocol::text::truncate_middle(data, 200)
-}
-
 #[cfg(test)]
 mod tests;

@@ -179,5 +179,10 @@ impl SseParser {
     }
 }
 
+/// The start of a bad event's data, for the error message.
+pub(crate) fn excerpt(data: &str) -> String {
+    arbor_protocol::text::truncate_middle(data, 200)
+}
+
 #[cfg(test)]
 mod tests;

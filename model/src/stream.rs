@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use arbor_protocol::ResponseItem;
 
-use crate::ProviderKind;
 use crate::retry::Failure;
 use crate::sse::{SseEvent, SseParser};
-use crate::{ModelError, ModelEvent, ModelEvents, ModelResponse, anthropic, chat, responses};
+use crate::{ModelEvent, ModelEvents, ModelResponse};
 
 /// The call ids of one response so far: a call a server repeats (again in a final summary,
 /// or twice under one id) is kept, and so run, once.
@@ -68,7 +67,7 @@ pub(crate) async fn read_stream<D: Decoder>(
             Ok(Err(error)) => {
                 return Err(Failure::retry(format!(
                     "the stream broke: {}",
-                    crate::http::describe(&error)
+                    crate::transport_error::describe(&error)
                 )));
             }
             Ok(Ok(None)) => break,
@@ -84,12 +83,12 @@ pub(crate) async fn read_stream<D: Decoder>(
     decoder.finish()
 }
 
-fn invalid(error: crate::ModelError) -> Failure {
+pub(crate) fn invalid(error: crate::ModelError) -> Failure {
     Failure::retry(error.to_string())
 }
 
 /// Hands parsed events to the decoder and reports the items they finish.
-fn deliver<D: Decoder>(
+pub(crate) fn deliver<D: Decoder>(
     decoder: &mut D,
     parsed: &mut Vec<SseEvent>,
     done: &mut Vec<ResponseItem>,
@@ -108,68 +107,4 @@ fn deliver<D: Decoder>(
     }
     parsed.clear();
     Ok(progress)
-}
-
-/// What [`decode_stream`] made of a recorded stream.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DecodedStream {
-    pub response: ModelResponse,
-    /// Server-sent events parsed.
-    pub events: usize,
-    /// Items reported as done while the stream was read.
-    pub items_reported: usize,
-}
-
-/// Decodes a recorded response body fed as `chunks`, exactly as the provider of `kind` reads
-/// one off the network (minus the network). For benchmarks and fixture checks.
-pub fn decode_stream<'a>(
-    kind: ProviderKind,
-    chunks: impl IntoIterator<Item = &'a [u8]>,
-) -> Result<DecodedStream, ModelError> {
-    match kind {
-        ProviderKind::OpenAi => decode_with(responses::ResponsesDecoder::default(), chunks),
-        ProviderKind::Chat => decode_with(chat::ChatDecoder::default(), chunks),
-        ProviderKind::Anthropic => decode_with(anthropic::AnthropicDecoder::default(), chunks),
-    }
-}
-
-fn decode_with<'a, D: Decoder>(
-    mut decoder: D,
-    chunks: impl IntoIterator<Item = &'a [u8]>,
-) -> Result<DecodedStream, ModelError> {
-    let (events, mut receiver) = tokio::sync::mpsc::unbounded_channel();
-    let mut parser = SseParser::new();
-    let mut parsed = Vec::new();
-    let mut done = Vec::new();
-    let mut count = 0;
-    let mut items_reported = 0;
-    let fail = |failure: Failure| failure.into_final(1);
-    let mut complete = false;
-    for chunk in chunks {
-        parser
-            .feed(chunk, &mut parsed)
-            .map_err(|e| fail(invalid(e)))?;
-        count += parsed.len();
-        complete = deliver(&mut decoder, &mut parsed, &mut done, &events).map_err(fail)?
-            == Progress::Complete;
-        while receiver.try_recv().is_ok() {
-            items_reported += 1;
-        }
-        if complete {
-            break;
-        }
-    }
-    if !complete {
-        parser.finish(&mut parsed).map_err(|e| fail(invalid(e)))?;
-        count += parsed.len();
-        deliver(&mut decoder, &mut parsed, &mut done, &events).map_err(fail)?;
-        while receiver.try_recv().is_ok() {
-            items_reported += 1;
-        }
-    }
-    Ok(DecodedStream {
-        response: decoder.finish().map_err(fail)?,
-        events: count,
-        items_reported,
-    })
 }

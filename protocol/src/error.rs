@@ -1,7 +1,7 @@
 //! The protocol crate's one error: text that is not a valid agent name or path, timestamp or
 //! id. The `Display` texts of the name and path variants are given to the model verbatim.
 
-use crate::path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
+use crate::limits::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
 
 /// Why a name, path, timestamp or id was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -5,6 +5,7 @@ mod error;
 mod facts;
 mod handle;
 mod ids;
+mod limits;
 mod mail;
 mod path;
 mod rollout;
@@ -15,8 +16,9 @@ pub use error::ProtocolError;
 pub use facts::{ApprovalOverride, OverrideUsed, StatusChanged, UserAnswer, UserMail, UserTarget};
 pub use handle::{is_handle, pick_handle};
 pub use ids::{MailId, ThreadId};
+pub use limits::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
 pub use mail::{Mail, MailKind};
-pub use path::{AgentPath, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, ROOT_NAME};
+pub use path::{AgentPath, ROOT_NAME};
 pub use rollout::{
     AbortKind, AgentClosed, ApprovalDecided, ApprovalRequested, Compacted, CompactionTrigger,
     MailConsumed, ROLLOUT_FORMAT_VERSION, ResponseItem, RolloutItem, RolloutLine, SessionMeta,

@@ -5,13 +5,10 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ProtocolError;
+use crate::limits::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
 
 /// The name of the root segment.
 pub const ROOT_NAME: &str = "root";
-/// Longest agent name (one segment), in bytes, inclusive.
-pub const MAX_SEGMENT_BYTES: usize = 255;
-/// Longest whole path, in bytes, inclusive.
-pub const MAX_PATH_BYTES: usize = 4096;
 
 /// An absolute agent path. Always starts with `/root`; every further segment is a valid name.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -125,7 +125,7 @@ impl Activity {
         let Ok(len) = std::fs::metadata(rollout).map(|meta| meta.len()) else {
             return;
         };
-        if let Ok(window) = crate::transcript::read_before(rollout, len, TAIL_LINES) {
+        if let Ok(window) = crate::backwards::read_before(rollout, len, TAIL_LINES) {
             for (_, line) in &window.lines {
                 self.apply(thread, line);
             }

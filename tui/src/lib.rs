@@ -10,6 +10,7 @@
 pub mod act;
 pub mod activity;
 pub mod app;
+mod backwards;
 pub mod session;
 mod term;
 pub mod theme;

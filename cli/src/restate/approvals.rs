@@ -7,9 +7,9 @@ use std::path::Path;
 use arbor_restate::Ingress;
 use arbor_restate::wire::ApprovalRow;
 
-use crate::approvals::{command_of, field};
 use crate::args::{AnswerArgs, ReadArgs};
 use crate::error::CliError;
+use crate::fields::{command_of, field};
 use crate::output::out;
 
 /// `arbor approvals SESSION --engine restate [--json]`: every request, in request order.

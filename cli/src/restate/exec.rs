@@ -16,7 +16,7 @@ use crate::output::Mode;
 
 /// Runs `arbor exec --engine restate` and returns the exit code.
 pub async fn exec(home: PathBuf, args: ExecArgs) -> Result<u8, CliError> {
-    let prompt = crate::session::read_prompt(&args.prompt)?;
+    let prompt = crate::exec::read_prompt(&args.prompt)?;
     let run = &args.run;
     if run.script.is_some()
         && run

@@ -103,7 +103,7 @@ pub async fn resume(args: &ResumeArgs) -> Result<u8, CliError> {
         .ok_or_else(|| CliError::usage("name a session to resume"))?;
     let prompt = words
         .next()
-        .map(|p| crate::session::read_prompt(p))
+        .map(|p| crate::exec::read_prompt(p))
         .transpose()?;
     if words.next().is_some() {
         return Err(CliError::usage(

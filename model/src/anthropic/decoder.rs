@@ -11,9 +11,9 @@ use arbor_protocol::{ResponseItem, Thinking, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::responses::excerpt;
 use crate::retry::{Answer, Failure, stream_error, try_again_in};
 use crate::sse::SseEvent;
+use crate::sse::excerpt;
 use crate::stream::{CallIds, Decoder, Progress};
 use crate::{Finish, ModelError, ModelResponse};
 

@@ -5,7 +5,7 @@ use arbor_protocol::{AgentPath, ResponseItem, Thinking, ThreadId, ToolSpec, Usag
 use serde_json::{Value, json};
 
 use super::*;
-use crate::stream::decode_stream;
+use crate::recorded::decode_stream;
 use crate::{AgentIdentity, Finish, ProviderKind};
 
 fn event(data: &Value) -> String {

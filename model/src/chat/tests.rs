@@ -3,7 +3,7 @@
 use arbor_protocol::{AgentPath, ThreadId, ToolSpec};
 
 use super::*;
-use crate::stream::decode_stream;
+use crate::recorded::decode_stream;
 use crate::{AgentIdentity, ProviderKind};
 
 fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>) -> ModelRequest {

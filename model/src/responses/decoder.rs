@@ -11,9 +11,9 @@ use arbor_protocol::{ResponseItem, Usage};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{convert, error_failure, excerpt, text_field, usage};
+use super::{convert, error_failure, text_field, usage};
 use crate::retry::Failure;
-use crate::sse::SseEvent;
+use crate::sse::{SseEvent, excerpt};
 use crate::stream::{CallIds, Decoder, Progress};
 use crate::{Finish, ModelError, ModelResponse};
 

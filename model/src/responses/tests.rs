@@ -3,9 +3,9 @@
 use arbor_protocol::{AgentPath, ThreadId, ToolSpec};
 
 use super::*;
+use crate::recorded::decode_stream;
 use crate::sse::SseEvent;
 use crate::stream::Decoder;
-use crate::stream::decode_stream;
 use crate::{AgentIdentity, Finish, ProviderKind};
 
 fn request(input: Vec<ResponseItem>, tools: Vec<ToolSpec>, effort: Option<&str>) -> ModelRequest {

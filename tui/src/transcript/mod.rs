@@ -2,7 +2,6 @@
 //! load when scrolled to), then the lines of the log its rollout does not hold yet, then every
 //! new line as the session log gains it.
 
-mod back;
 pub mod entry;
 
 use std::os::unix::fs::FileExt;
@@ -11,9 +10,9 @@ use std::path::PathBuf;
 use arbor_agent_graph::AgentRow;
 use arbor_protocol::{RolloutLine, ThreadId};
 
-pub use back::{Window, read_before};
 pub use entry::{DIFF_HEADING, Entry, FOLD_LINES, Kind, action_lines, entry_of};
 
+use crate::backwards::read_before;
 use crate::session::{LineAt, Session};
 
 /// Lines read when a transcript opens, and per step back.
