@@ -1,7 +1,7 @@
 //! Making ids: how many `ThreadId`s a second one thread and two threads at once make, and
 //! whether ids keep the order they were made in, within one millisecond and across threads
-//! (the session's core sorts thread ids to get creation order). Beside arbor's generator, the
-//! `uuid` crate's `Uuid::now_v7` is measured the same way.
+//! (the session's core sorts thread ids to get creation order). docs/decisions.md "Ids" has
+//! the figures that chose the generator.
 
 use std::sync::mpsc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -16,62 +16,26 @@ const IDS: usize = 1_000_000;
 /// Hand-offs between two threads, each making one id after the other's.
 const HANDOFFS: usize = 10_000;
 
-/// One way of making ids: ids that sort as they were made, and their 128 bits afterwards.
-trait Generator {
-    const NAME: &'static str;
-    type Id: Ord + Copy + Send;
-    fn make() -> Self::Id;
-    fn bits(id: Self::Id) -> u128;
-}
-
-/// arbor's `ThreadId::new`.
-struct Arbor;
-
-impl Generator for Arbor {
-    const NAME: &'static str = "arbor";
-    type Id = ThreadId;
-    fn make() -> ThreadId {
-        ThreadId::new()
-    }
-    fn bits(id: ThreadId) -> u128 {
-        // The text form is a ThreadId's only public view; its hex digits are its bits.
-        u128::from_str_radix(&id.to_string().replace('-', ""), 16).unwrap_or(0)
-    }
-}
-
-/// The `uuid` crate's `Uuid::now_v7`, with its process-wide counter.
-struct UuidV7;
-
-impl Generator for UuidV7 {
-    const NAME: &'static str = "uuid_now_v7";
-    type Id = uuid::Uuid;
-    fn make() -> uuid::Uuid {
-        uuid::Uuid::now_v7()
-    }
-    fn bits(id: uuid::Uuid) -> u128 {
-        id.as_u128()
-    }
-}
-
-/// Runs every measurement and prints one JSON line per generator and workload.
+/// Runs every measurement and prints one JSON line per workload.
 pub fn run() -> Result<(), String> {
-    measure::<Arbor>()?;
-    measure::<UuidV7>()
+    for threads in [1, 2] {
+        burst(threads)?;
+    }
+    handoff()
 }
 
-fn measure<G: Generator>() -> Result<(), String> {
-    for threads in [1, 2] {
-        burst::<G>(threads)?;
-    }
-    handoff::<G>()
+/// An id's 128 bits: its text form is a ThreadId's only public view, and its hex digits are
+/// its bits.
+fn bits(id: ThreadId) -> u128 {
+    u128::from_str_radix(&id.to_string().replace('-', ""), 16).unwrap_or(0)
 }
 
 /// `threads` threads each make [`IDS`] ids as fast as they can.
-fn burst<G: Generator>(threads: usize) -> Result<(), String> {
+fn burst(threads: usize) -> Result<(), String> {
     let started = Instant::now();
-    let made: Vec<Vec<G::Id>> = std::thread::scope(|scope| {
+    let made: Vec<Vec<ThreadId>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| scope.spawn(|| (0..IDS).map(|_| G::make()).collect()))
+            .map(|_| scope.spawn(|| (0..IDS).map(|_| ThreadId::new()).collect()))
             .collect();
         workers
             .into_iter()
@@ -81,12 +45,12 @@ fn burst<G: Generator>(threads: usize) -> Result<(), String> {
     let wall = started.elapsed().as_secs_f64();
     let now_ms = unix_millis();
     if made.iter().any(|ids| ids.len() != IDS) {
-        return Err(format!("a {} thread did not finish", G::NAME));
+        return Err("a thread did not finish".to_string());
     }
     let in_order = made
         .iter()
         .all(|ids| ids.windows(2).all(|pair| pair[0] < pair[1]));
-    let mut all: Vec<u128> = made.concat().into_iter().map(G::bits).collect();
+    let mut all: Vec<u128> = made.concat().into_iter().map(bits).collect();
     all.sort_unstable();
     let before = all.len();
     all.dedup();
@@ -94,7 +58,6 @@ fn burst<G: Generator>(threads: usize) -> Result<(), String> {
     let (max_per_ms, last_ms) = per_millisecond(&all);
     report(json!({
         "bench": "ids",
-        "generator": G::NAME,
         "workload": "burst",
         "threads": threads,
         "ids": threads * IDS,
@@ -112,15 +75,15 @@ fn burst<G: Generator>(threads: usize) -> Result<(), String> {
 
 /// Two threads take turns: each makes an id only once the other has made its own, so every
 /// id is made after the one before it, on another thread.
-fn handoff<G: Generator>() -> Result<(), String> {
-    let (to_b, from_a) = mpsc::sync_channel::<G::Id>(0);
-    let (to_a, from_b) = mpsc::sync_channel::<G::Id>(0);
+fn handoff() -> Result<(), String> {
+    let (to_b, from_a) = mpsc::sync_channel::<ThreadId>(0);
+    let (to_a, from_b) = mpsc::sync_channel::<ThreadId>(0);
     let started = Instant::now();
     let (out_of_order, ids) = std::thread::scope(|scope| {
         let b = scope.spawn(move || {
             let mut out_of_order = 0;
             while let Ok(previous) = from_a.recv() {
-                let id = G::make();
+                let id = ThreadId::new();
                 out_of_order += usize::from(id <= previous);
                 if to_a.send(id).is_err() {
                     break;
@@ -129,7 +92,7 @@ fn handoff<G: Generator>() -> Result<(), String> {
             out_of_order
         });
         let mut out_of_order = 0;
-        let mut previous = G::make();
+        let mut previous = ThreadId::new();
         for _ in 0..HANDOFFS {
             if to_b.send(previous).is_err() {
                 break;
@@ -137,20 +100,19 @@ fn handoff<G: Generator>() -> Result<(), String> {
             let Ok(from_other) = from_b.recv() else {
                 break;
             };
-            let id = G::make();
+            let id = ThreadId::new();
             out_of_order += usize::from(from_other <= previous) + usize::from(id <= from_other);
             previous = id;
         }
         drop(to_b);
         let other = b
             .join()
-            .map_err(|_| format!("a {} hand-off thread panicked", G::NAME));
+            .map_err(|_| "a hand-off thread panicked".to_string());
         other.map(|other| (out_of_order + other, HANDOFFS * 2 + 1))
     })?;
     let wall = started.elapsed().as_secs_f64();
     report(json!({
         "bench": "ids",
-        "generator": G::NAME,
         "workload": "handoff",
         "threads": 2,
         "ids": ids,

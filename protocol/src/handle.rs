@@ -57,7 +57,7 @@ pub fn pick_handle(mut taken: impl FnMut(&str) -> bool) -> String {
 }
 
 fn draw_pair() -> String {
-    let bits = crate::ids::random_u64();
+    let bits = crate::ids::random_bits();
     let adjective = ADJECTIVES[(bits % 128) as usize];
     let noun = NOUNS[((bits >> 7) % 128) as usize];
     format!("{adjective}-{noun}")
@@ -96,6 +96,18 @@ mod tests {
             assert!(is_handle(&handle), "{handle}");
             assert_eq!(handle.split('-').count(), 2, "{handle}");
         }
+    }
+
+    #[test]
+    fn drawn_handles_vary() {
+        let drawn: std::collections::BTreeSet<String> =
+            (0..64).map(|_| pick_handle(|_| false)).collect();
+        // 64 draws from 16 384 pairs: all but a few differ.
+        assert!(
+            drawn.len() >= 48,
+            "{} distinct of 64: {drawn:?}",
+            drawn.len()
+        );
     }
 
     #[test]

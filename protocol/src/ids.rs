@@ -1,11 +1,7 @@
 //! Thread and mail identifiers: UUID v7 strings, so they sort by creation time.
 
-use std::cell::Cell;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use uuid::Uuid;
@@ -17,9 +13,10 @@ use crate::error::ProtocolError;
 pub struct ThreadId(Uuid);
 
 impl ThreadId {
-    /// A fresh time-ordered id.
+    /// A fresh time-ordered id: every id this process makes sorts after the ones it made
+    /// before, on any thread and within one millisecond (`Uuid::now_v7`'s process-wide counter).
     pub fn new() -> Self {
-        Self(fresh_v7())
+        Self(Uuid::now_v7())
     }
 
     /// Parses the hyphenated text form.
@@ -73,59 +70,11 @@ impl<'de> Deserialize<'de> for ThreadId {
     }
 }
 
-/// The process's last id stamp: milliseconds since the epoch shifted left by 12, plus a
-/// sequence number within the millisecond (RFC 9562 §6.2, a fixed-length counter in
-/// `rand_a`). One atomic for every thread, so ids of one process sort by creation even when
-/// made in the same millisecond; a sequence past 4 095 borrows the next millisecond.
-static LAST_STAMP: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// This thread's generator of the 62 random bits, seeded once from the OS's keys
-    /// (std's `RandomState`), so an id costs no system call.
-    static RANDOM: Cell<u64> = Cell::new({
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(LAST_STAMP.load(Ordering::Relaxed));
-        hasher.finish()
-    });
-}
-
-/// The next stamp, strictly after every stamp this process made before.
-fn next_stamp() -> u64 {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX >> 16))
-        .unwrap_or(0);
-    let wanted = (millis & ((1 << 48) - 1)) << 12;
-    let mut last = LAST_STAMP.load(Ordering::Relaxed);
-    loop {
-        let next = wanted.max(last + 1);
-        match LAST_STAMP.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => return next,
-            Err(seen) => last = seen,
-        }
-    }
-}
-
-/// 64 random bits of this thread's SplitMix64 sequence.
-pub(crate) fn random_u64() -> u64 {
-    RANDOM.with(|state| {
-        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-        state.set(next);
-        let mut z = next;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    })
-}
-
-/// A UUID v7: 48 bits of milliseconds, the version, the 12-bit sequence, the variant, and 62
-/// random bits.
-fn fresh_v7() -> Uuid {
-    let stamp = u128::from(next_stamp());
-    let millis = stamp >> 12;
-    let sequence = stamp & 0xFFF;
-    let random = u128::from(random_u64() >> 2);
-    Uuid::from_u128((millis << 80) | (0x7 << 76) | (sequence << 64) | (0b10 << 62) | random)
+/// The low 32 bits of a fresh id: random, from the OS. A v7 id from the uuid crate holds its
+/// 48-bit millisecond stamp, then a 42-bit counter (seeded at random each millisecond, one up
+/// per id within it, so the process's ids sort by creation), then random bits.
+pub(crate) fn random_bits() -> u32 {
+    Uuid::now_v7().as_u128() as u32
 }
 
 /// The id of one mail. Same text form as [`ThreadId`]; a separate type so the two never mix.
@@ -165,6 +114,8 @@ impl fmt::Debug for MailId {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
     use super::*;
 
     #[test]
@@ -189,6 +140,13 @@ mod tests {
                 .map(|w| w.join().expect("thread"))
                 .collect()
         });
+        let millis = |id: &ThreadId| id.0.as_u128() >> 80;
+        assert!(
+            made[0]
+                .windows(2)
+                .any(|pair| millis(&pair[0]) == millis(&pair[1])),
+            "ids made back to back share a millisecond, and still sort"
+        );
         let mut all = std::collections::HashSet::new();
         for ids in &made {
             assert!(
