@@ -272,12 +272,14 @@ impl Plan {
             router = router.with_provider(&name, kind, client);
         }
         let catalog = router.catalog();
-        catalog
-            .check(&self.default)
-            .map_err(|_| match catalog_error(&router, &self.default) {
-                Some(message) => usage(message),
-                None => usage(format!("provider `{}` cannot be used", self.default)),
-            })?;
+        catalog.check(&self.default).map_err(|message| {
+            // The default provider's own reason (a missing key), as before providers had names.
+            usage(
+                catalog
+                    .unavailable(&self.default)
+                    .map_or(message, str::to_string),
+            )
+        })?;
         let needed = self
             .fallbacks
             .session
@@ -299,17 +301,6 @@ impl Plan {
         }
         Ok(Arc::new(router.with_fallbacks(self.fallbacks)))
     }
-}
-
-/// The default provider's own error (a missing key), as it was before providers had names.
-fn catalog_error(router: &Router, name: &str) -> Option<String> {
-    let message = router.catalog().check(name).err()?;
-    Some(
-        message
-            .strip_prefix(&format!("provider `{name}` cannot be used: "))
-            .unwrap_or(&message)
-            .to_string(),
-    )
 }
 
 /// The scripted model of `--script`, loaded and checked.

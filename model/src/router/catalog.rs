@@ -126,6 +126,14 @@ impl Catalog {
         }
     }
 
+    /// Why provider `name` cannot serve requests (a missing key), when the catalog has it and
+    /// it cannot.
+    pub fn unavailable(&self, name: &str) -> Option<&str> {
+        self.entries
+            .get(name)
+            .and_then(|entry| entry.unavailable.as_deref())
+    }
+
     fn default_slashed(&self) -> bool {
         self.entries
             .get(&self.default)

@@ -259,6 +259,13 @@ fn references_name_a_provider_or_a_model_of_the_default() {
         catalog.resolve("gpt/"),
         Err("`gpt/` names provider `gpt` but no model".into())
     );
+    // Why a provider cannot serve, for whoever reports it without the provider's name.
+    assert_eq!(
+        catalog.unavailable("claude"),
+        Some("model configuration: ANTHROPIC_API_KEY is not set")
+    );
+    assert_eq!(catalog.unavailable("gpt"), None);
+    assert_eq!(catalog.unavailable("nobody"), None);
     // A chat server's names may hold a `/`.
     let mut chat = catalog.clone();
     chat.set_default("local");
