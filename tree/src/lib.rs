@@ -3,7 +3,7 @@
 //! part (the running cap and residency through `scheduler`, quiescence, the waits, the
 //! registry of paths, the run flags). [`Core::handle`] takes one [`Input`] and returns what to
 //! do about it ([`Effect`]s, in order); nothing here touches a runtime, a file or a clock, so
-//! the decisions are tested as data (`tests.rs`, and the properties of `props.rs`).
+//! the decisions are tested as data (`tests/`, and the properties of `props.rs`).
 //!
 //! What one agent's decision tells another is a [`Note`] aimed at that agent (a child's turn
 //! or status, seen by its parent): decisions about an agent's children read its views of
