@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::turn::{Turn, caller};
-use crate::wire::{CloseRequest, MailRequest, SpawnRequest, WaitNow, WaitRequest};
+use crate::wire::{CloseRequest, MailRequest, SpawnBatch, SpawnRequest, WaitNow, WaitRequest};
 
 /// Runs one call and returns what the model reads; `history` is the turn's so far.
 pub(crate) async fn dispatch(
@@ -25,7 +25,10 @@ pub(crate) async fn dispatch(
         return Ok(format!("tool `{name}` is not available to this agent"));
     }
     let result = match name {
-        "spawn_agent" => spawn_agent(turn, arguments).await?,
+        "spawn_agent" => {
+            let mut outputs = spawn_all(turn, &[arguments]).await?;
+            Ok(outputs.pop().unwrap_or_default())
+        }
         "send_message" => mail(turn, arguments, false).await?,
         "followup_task" => mail(turn, arguments, true).await?,
         "wait_agent" => wait_agent(turn, arguments).await?,
@@ -67,40 +70,81 @@ struct SpawnArgs {
     fork_turns: Option<String>,
 }
 
-async fn spawn_agent(
-    turn: &Turn<'_>,
-    arguments: &str,
-) -> Result<Result<String, String>, HandlerError> {
-    let args: SpawnArgs = match parse("spawn_agent", arguments) {
-        Ok(args) => args,
-        Err(error) => return Ok(Err(error)),
-    };
+/// A `spawn_agent` call's request, or the refusal the model reads.
+fn spawn_request(turn: &Turn<'_>, arguments: &str) -> Result<SpawnRequest, String> {
+    let args: SpawnArgs = parse("spawn_agent", arguments)?;
     if args.model.is_some() || args.reasoning_effort.is_some() {
-        return Ok(Err(
+        return Err(
             "model and reasoning_effort are not available on the Restate engine yet".to_string(),
-        ));
+        );
     }
     if args
         .fork_turns
         .as_deref()
         .is_some_and(|fork| fork != "none")
     {
-        return Ok(Err(
-            "fork_turns is not available on the Restate engine yet".to_string()
-        ));
+        return Err("fork_turns is not available on the Restate engine yet".to_string());
     }
-    let request = SpawnRequest {
+    Ok(SpawnRequest {
         caller: caller(turn),
         task_name: args.task_name,
         message: args.message,
         agent_type: args.agent_type,
-    };
-    Ok(turn
-        .session()
-        .spawn(Json(request))
-        .call()
-        .await?
-        .into_inner())
+        fresh: None,
+    })
+}
+
+/// `spawn_agent` calls that follow each other in one response (their arguments, in order),
+/// registered in one `Session/spawn_many` call with the ids of one journaled step; the
+/// outputs the model reads, in order.
+pub(crate) async fn spawn_all(
+    turn: &Turn<'_>,
+    arguments: &[&str],
+) -> Result<Vec<String>, HandlerError> {
+    let mut outputs: Vec<Option<String>> = Vec::new();
+    let mut spawns = Vec::new();
+    for arguments in arguments {
+        if !turn.meta.tools.iter().any(|tool| tool == "spawn_agent") {
+            outputs.push(Some(
+                "tool `spawn_agent` is not available to this agent".to_string(),
+            ));
+            continue;
+        }
+        match spawn_request(turn, arguments) {
+            Ok(request) => {
+                outputs.push(None);
+                spawns.push(request);
+            }
+            Err(error) => outputs.push(Some(error)),
+        }
+    }
+    let mut replies = Vec::new().into_iter();
+    if !spawns.is_empty() {
+        let fresh = turn.fresh(spawns.len()).await?;
+        for (spawn, fresh) in spawns.iter_mut().zip(fresh) {
+            spawn.fresh = Some(fresh);
+        }
+        let batch = SpawnBatch {
+            spawns,
+            events: turn.take_events(),
+        };
+        replies = turn
+            .session_client()
+            .spawn_many(Json(batch))
+            .call()
+            .await?
+            .into_inner()
+            .into_iter();
+    }
+    Ok(outputs
+        .into_iter()
+        .map(|output| {
+            output.unwrap_or_else(|| match replies.next() {
+                Some(Ok(text) | Err(text)) => text,
+                None => "the session gave no answer for this spawn".to_string(),
+            })
+        })
+        .collect())
 }
 
 #[derive(Debug, Deserialize)]

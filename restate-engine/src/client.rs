@@ -13,9 +13,12 @@ use crate::session::agent_key;
 use crate::wire::{
     AgentHistory, AgentRow, AnswerReply, AnswerRequest, ApprovalRow, CloseRequest, EventsPage,
     EventsRequest, InboxReply, OutsideMail, ResumeReply, ResumeRequest, SentMail, StartRequest,
-    ToolReply,
+    Summary, ToolReply,
 };
-use arbor_protocol::AgentPath;
+use arbor_protocol::{AgentPath, EventLine};
+
+/// At most this many event lines in one page.
+const PAGE: usize = 500;
 
 /// reqwest is built without a bundled crypto provider; ring becomes the default once.
 fn install_crypto_provider() {
@@ -129,15 +132,43 @@ impl Ingress {
         .await
     }
 
-    /// The session's events from number `from` on.
+    /// The session's events from number `from` on: its summary, then the lines numbered
+    /// before it from their `Events` chunks (a page stops at a line still travelling).
     pub async fn events(&self, session: &str, from: u64) -> Result<EventsPage, RestateError> {
-        let request = EventsRequest { from, limit: 500 };
-        post(
-            &self.http,
-            &self.url("Session", session, "events"),
-            Some(&request),
-        )
-        .await
+        let summary: Summary =
+            post::<(), _>(&self.http, &self.url("Session", session, "summary"), None).await?;
+        let mut events = Vec::new();
+        let mut next = from;
+        while next < summary.events && events.len() < PAGE {
+            let request = EventsRequest {
+                from: next,
+                limit: (summary.events - next).min((PAGE - events.len()) as u64),
+            };
+            let key = crate::events::chunk_key(session, next);
+            let lines: Vec<EventLine> = post(
+                &self.http,
+                &self.url("Events", &key, "page"),
+                Some(&request),
+            )
+            .await?;
+            if lines.is_empty() {
+                break;
+            }
+            for mut line in lines {
+                line.lsn = next;
+                next += 1;
+                events.push(line);
+            }
+        }
+        let all = next >= summary.events;
+        Ok(EventsPage {
+            events,
+            next,
+            completed: summary.completed && all,
+            final_message: summary.final_message,
+            root_status: summary.root_status,
+            quiescent: summary.idle && all,
+        })
     }
 
     /// The session's agents, root first.

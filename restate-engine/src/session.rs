@@ -10,19 +10,21 @@
 
 mod apply;
 
-use arbor_protocol::{AgentPath, Event, EventLine, Mail, Timestamp};
+use arbor_protocol::{AgentPath, Event, Mail, Timestamp};
 use restate_sdk::prelude::*;
 
 use crate::tree::{Effect, Tree};
 use crate::wire::{
     AgentRow, AnswerReply, AnswerRequest, ApprovalReply, ApprovalRequest, ApprovalRow,
-    CloseRequest, DrainReply, DrainRequest, EventsPage, EventsRequest, InboxReply, Input,
-    MailRequest, OutsideMail, ResumeReply, ResumeRequest, SentMail, SpawnRequest, StartRequest,
-    Timer, ToolReply, TurnEnded, WaitNow, WaitRequest,
+    CloseRequest, DrainReply, DrainRequest, InboxReply, Input, MailRequest, OutsideMail,
+    ResumeReply, ResumeRequest, SentMail, SpawnBatch, StartRequest, Summary, Timer, ToolReply,
+    TurnEnded, WaitNow, WaitRequest,
 };
-use apply::{apply, fresh, load, operate, read_inboxes, unknown};
+use apply::{Inboxes, apply, fresh, load, operate, operate_given, read_inboxes, unknown};
 
 const TREE: &str = "tree";
+/// What the follower reads of the session ([`Summary`]).
+const SUMMARY: &str = "summary";
 
 /// The key of the `Agent` object of `path` in `session`: `<session><path>`, e.g.
 /// `0190…/root/worker_a`.
@@ -34,15 +36,11 @@ fn inbox_key(path: &AgentPath) -> String {
     format!("inbox{path}")
 }
 
-fn event_key(n: u64) -> String {
-    format!("event/{n}")
-}
-
 /// The `Session` object.
 #[derive(Debug, Default)]
 pub struct Session;
 
-#[restate_sdk::object(name = "Session")]
+#[restate_sdk::object(name = "Session", lazy_state)]
 impl Session {
     /// Starts the session: registers the root and gives it the prompt. Starting a session
     /// that exists already is refused.
@@ -67,15 +65,27 @@ impl Session {
         Ok(())
     }
 
+    /// The `spawn_agent` calls of one response that follow each other, in one call.
     #[handler]
-    async fn spawn(
+    async fn spawn_many(
         &self,
         ctx: ObjectContext<'_>,
-        request: Json<SpawnRequest>,
-    ) -> HandlerResult<Json<ToolReply>> {
-        let request = request.into_inner();
-        let reply = operate(&ctx, |tree, fresh| tree.spawn(&request, fresh)).await?;
-        Ok(Json(reply))
+        batch: Json<SpawnBatch>,
+    ) -> HandlerResult<Json<Vec<ToolReply>>> {
+        let SpawnBatch { spawns, events } = batch.into_inner();
+        let given = spawns.first().and_then(|spawn| spawn.fresh.clone());
+        let replies = operate_given(&ctx, given, events, |tree, fresh| {
+            let mut replies = Vec::new();
+            let mut effects = Vec::new();
+            for spawn in &spawns {
+                let (reply, more) = tree.spawn(spawn, spawn.fresh.as_ref().unwrap_or(fresh));
+                replies.push(reply);
+                effects.extend(more);
+            }
+            (replies, effects)
+        })
+        .await?;
+        Ok(Json(replies))
     }
 
     #[handler]
@@ -107,6 +117,11 @@ impl Session {
                     .is_some_and(|thread| *thread != entry.thread_id)
         });
         if closed {
+            if !request.events.is_empty() {
+                let events = request.events.into_iter().map(Effect::Event).collect();
+                let fresh = fresh(&ctx).await?;
+                apply(&ctx, &mut tree, events, Inboxes::new(), fresh.now_ms);
+            }
             return Ok(Json(DrainReply {
                 inputs: Vec::new(),
                 closed,
@@ -126,9 +141,17 @@ impl Session {
             ctx.clear(&key);
             inputs
         };
-        let fresh = fresh(&ctx).await?;
+        let fresh = match request.fresh {
+            Some(fresh) => fresh,
+            None => fresh(&ctx).await?,
+        };
         tree.now = Timestamp::from_millis(fresh.now_ms);
-        let effects = tree.drained(&request.path, &inputs, request.turn_start);
+        let effects: Vec<Effect> = request
+            .events
+            .into_iter()
+            .map(Effect::Event)
+            .chain(tree.drained(&request.path, &inputs, request.turn_start))
+            .collect();
         let inboxes = read_inboxes(&ctx, &effects).await?;
         apply(&ctx, &mut tree, effects, inboxes, fresh.now_ms);
         Ok(Json(DrainReply {
@@ -154,8 +177,12 @@ impl Session {
         ctx: ObjectContext<'_>,
         ended: Json<TurnEnded>,
     ) -> HandlerResult<()> {
-        let ended = ended.into_inner();
-        operate(&ctx, |tree, fresh| ((), tree.turn_ended(&ended, fresh))).await
+        let mut ended = ended.into_inner();
+        let (given, events) = (ended.fresh.take(), std::mem::take(&mut ended.events));
+        operate_given(&ctx, given, events, |tree, fresh| {
+            ((), tree.turn_ended(&ended, fresh))
+        })
+        .await
     }
 
     #[handler]
@@ -201,38 +228,14 @@ impl Session {
         Ok(Json(reply))
     }
 
-    /// Events from number `from` on, with whether the session has completed.
+    /// How far the session is: its event count, whether its run completed, the root's
+    /// answer; what the follower reads between pages of `Events`.
     #[handler]
-    async fn events(
-        &self,
-        ctx: SharedObjectContext<'_>,
-        request: Json<EventsRequest>,
-    ) -> HandlerResult<Json<EventsPage>> {
-        let request = request.into_inner();
-        let Some(tree) = ctx.get::<Json<Tree>>(TREE).await? else {
-            return Err(unknown(ctx.key()));
-        };
-        let tree = tree.into_inner();
-        let end = tree.events.min(request.from.saturating_add(request.limit));
-        let mut events = Vec::new();
-        for n in request.from..end {
-            if let Some(line) = ctx.get::<Json<EventLine>>(&event_key(n)).await? {
-                events.push(line.into_inner());
-            }
+    async fn summary(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Summary>> {
+        match ctx.get::<Json<Summary>>(SUMMARY).await? {
+            Some(summary) => Ok(summary),
+            None => Err(unknown(ctx.key())),
         }
-        let root_status = tree
-            .agents
-            .get(&AgentPath::root())
-            .map(|root| root.status.clone())
-            .filter(|status| status.is_final());
-        Ok(Json(EventsPage {
-            events,
-            next: end.max(request.from),
-            completed: tree.completed && end == tree.events,
-            final_message: tree.final_message.clone(),
-            root_status,
-            quiescent: !tree.busy() && end == tree.events,
-        }))
     }
 
     /// The agents, as `arbor agents --json` lists them.

@@ -147,13 +147,7 @@ pub enum Effect {
     Event(Event),
 }
 
-/// Fresh values an operation may need, fetched by the handler in one journaled step.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Fresh {
-    pub thread_id: String,
-    pub mail_id: String,
-    pub now_ms: i64,
-}
+pub use crate::wire::Fresh;
 
 impl Tree {
     /// A new session whose root gets `prompt`.
@@ -410,6 +404,21 @@ impl Tree {
             .collect::<Vec<_>>()
             .join(", ");
         Some(format!("mail is waiting from {names}"))
+    }
+
+    /// What the follower reads between pages of events.
+    pub fn summary(&self) -> crate::wire::Summary {
+        crate::wire::Summary {
+            events: self.events,
+            completed: self.completed,
+            final_message: self.final_message.clone(),
+            root_status: self
+                .agents
+                .get(&AgentPath::root())
+                .map(|root| root.status.clone())
+                .filter(AgentStatus::is_final),
+            idle: !self.busy(),
+        }
     }
 
     /// The agents as `arbor agents --json` lists them: root first, then by depth and path.

@@ -5,8 +5,8 @@
 //! ends; the session learns the end by a one-way `turn_ended`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arbor_model::{AgentIdentity, ModelClient, ModelRequest};
 use arbor_protocol::{AgentPath, Event, ResponseItem, SandboxMode, ThreadId, ToolSpec};
@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{CLOSED, HISTORY, META, SERVED, THREAD, TURNS};
 use crate::session::{SessionClient, agent_key};
 use crate::wire::{
-    AgentMeta, DrainRequest, Input, SessionConfig, TurnEnded, TurnMark, TurnOutcome, WakeRequest,
+    AgentMeta, DrainRequest, Fresh, Input, SessionConfig, TurnEnded, TurnMark, TurnOutcome,
+    WakeRequest,
 };
 use crate::worker::Worker;
 
@@ -40,19 +41,53 @@ pub(crate) struct Turn<'a> {
     pub meta: AgentMeta,
     pub config: SessionConfig,
     pub key: String,
+    /// Events not yet sent to the session: they ride on the turn's next call to it.
+    pub pending: Mutex<Vec<Event>>,
 }
 
 impl Turn<'_> {
+    /// The session, for a call that carries no events: the pending ones go first (one-way,
+    /// in order with the call).
     pub fn session(&self) -> SessionClient<'_> {
+        let events = self.take_events();
+        if !events.is_empty() {
+            self.session_client().record(Json(events)).send();
+        }
+        self.session_client()
+    }
+
+    /// The session, for a call that carries the pending events itself ([`Turn::take_events`]).
+    pub fn session_client(&self) -> SessionClient<'_> {
         self.ctx
             .object_client::<SessionClient>(self.meta.session.clone())
     }
 
-    /// Reports events to the session (one-way; in order with this turn's other calls).
+    /// Keeps events for the turn's next call to the session.
     pub fn report(&self, events: Vec<Event>) {
-        if !events.is_empty() {
-            self.session().record(Json(events)).send();
-        }
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(events);
+    }
+
+    /// The events kept for the session, for the call that carries them.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// `count` fresh thread and mail ids with the time, as one journaled step.
+    pub async fn fresh(&self, count: usize) -> Result<Vec<Fresh>, HandlerError> {
+        let fresh = self
+            .ctx
+            .run(move || async move { Ok(Json((0..count).map(|_| Fresh::now()).collect())) })
+            .name("fresh")
+            .await?;
+        Ok(fresh.into_inner())
+    }
+
+    /// One [`Turn::fresh`] value.
+    pub async fn fresh_one(&self) -> Result<Fresh, HandlerError> {
+        Ok(self.fresh(1).await?.pop().unwrap_or_else(Fresh::now))
     }
 
     /// The tool call `name` as journaled step number `step`: `body` runs once, given the
@@ -105,6 +140,7 @@ pub async fn run(
         key: agent_key(&meta.session, &meta.path),
         meta,
         config,
+        pending: Mutex::new(Vec::new()),
     };
     let mut turns = ctx
         .get::<Json<Vec<TurnMark>>>(TURNS)
@@ -115,6 +151,7 @@ pub async fn run(
     let start = history.len();
     let mut mails = Vec::new();
     let outcome = turn_loop(&turn, &mut history, &mut served, &mut mails).await?;
+    let end = turn.fresh_one().await?;
     if outcome.is_some() || history.len() > start {
         turns.push(TurnMark {
             number: turns.len() as u64 + 1,
@@ -123,7 +160,7 @@ pub async fn run(
             mails,
             outcome: outcome.clone(),
             started_ms,
-            ended_ms: clock(ctx).await?,
+            ended_ms: end.now_ms,
         });
         ctx.set(TURNS, Json(turns));
     }
@@ -131,10 +168,12 @@ pub async fn run(
     ctx.set(SERVED, u64::try_from(served).unwrap_or(u64::MAX));
     ctx.set(META, Json((turn.meta.clone(), turn.config.cwd.clone())));
     if let Some(outcome) = outcome {
-        turn.session()
+        turn.session_client()
             .turn_ended(Json(TurnEnded {
                 path: turn.meta.path.clone(),
                 outcome,
+                events: turn.take_events(),
+                fresh: Some(end),
             }))
             .send();
     }
@@ -185,12 +224,15 @@ async fn turn_loop(
     let tools = Arc::new(tool_specs(&turn.meta.tools));
     let mut responses = 0;
     loop {
+        let fresh = turn.fresh_one().await?;
         let drained = turn
-            .session()
+            .session_client()
             .drain(Json(DrainRequest {
                 path: turn.meta.path.clone(),
                 turn_start: responses == 0,
                 thread_id: Some(turn.meta.thread_id.clone()),
+                events: turn.take_events(),
+                fresh: Some(fresh),
             }))
             .call()
             .await?
@@ -264,19 +306,38 @@ async fn turn_loop(
             return Ok(Some(TurnOutcome::Completed { last_message }));
         }
         let mut results = Vec::new();
-        for (index, (call_id, name, arguments)) in calls.into_iter().enumerate() {
-            // How the step log names a command: the responses served so far × 1000 + the
-            // call's place in its response (model steps are named by their response number).
-            let step_index = (*served) * 1000 + index;
-            let output =
-                crate::calls::dispatch(turn, &name, &arguments, step_index, history).await?;
-            results.push(Event::ToolResult {
-                path: turn.meta.path.clone(),
-                call_id: call_id.clone(),
-                name,
-                output: output.clone(),
-            });
-            history.push(ResponseItem::FunctionCallOutput { call_id, output });
+        let mut index = 0;
+        while index < calls.len() {
+            // The spawns that follow each other are registered in one call.
+            let run = calls[index..]
+                .iter()
+                .take_while(|(_, name, _)| name == "spawn_agent")
+                .count();
+            let outputs = if run > 0 {
+                let arguments: Vec<&str> = calls[index..index + run]
+                    .iter()
+                    .map(|(_, _, arguments)| arguments.as_str())
+                    .collect();
+                crate::calls::spawn_all(turn, &arguments).await?
+            } else {
+                // How the step log names a command: the responses served so far × 1000 + the
+                // call's place in its response (model steps are named by their response
+                // number).
+                let step_index = (*served) * 1000 + index;
+                let (_, name, arguments) = &calls[index];
+                vec![crate::calls::dispatch(turn, name, arguments, step_index, history).await?]
+            };
+            for output in outputs {
+                let (call_id, name, _) = calls[index].clone();
+                index += 1;
+                results.push(Event::ToolResult {
+                    path: turn.meta.path.clone(),
+                    call_id: call_id.clone(),
+                    name,
+                    output: output.clone(),
+                });
+                history.push(ResponseItem::FunctionCallOutput { call_id, output });
+            }
         }
         turn.report(results);
     }

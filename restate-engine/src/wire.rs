@@ -2,7 +2,7 @@
 //! reply bodies of the `Session` and `Agent` handlers, as JSON.
 
 use arbor_protocol::{
-    AgentPath, AgentStatus, ApprovalPolicy, ApprovalsReviewer, EventLine, Mail, MailId,
+    AgentPath, AgentStatus, ApprovalPolicy, ApprovalsReviewer, Event, EventLine, Mail, MailId,
     SandboxMode, Timestamp,
 };
 use serde::{Deserialize, Serialize};
@@ -76,6 +76,27 @@ impl SessionConfig {
     }
 }
 
+/// Fresh values an operation may need (a thread id, a mail id, the time): made by the caller's
+/// journaled step and carried in its request, so the session's handler makes no round trip
+/// for them (and a retry sees the same ones).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fresh {
+    pub thread_id: String,
+    pub mail_id: String,
+    pub now_ms: i64,
+}
+
+impl Fresh {
+    /// New ids and the time now.
+    pub fn now() -> Self {
+        Self {
+            thread_id: arbor_protocol::ThreadId::new().as_string(),
+            mail_id: MailId::new().to_string(),
+            now_ms: Timestamp::now().as_millis(),
+        }
+    }
+}
+
 /// `Session/start`: the root's prompt and the session's settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StartRequest {
@@ -127,6 +148,12 @@ pub struct DrainRequest {
     /// told it is closed (and takes nothing of the new agent's).
     #[serde(default)]
     pub thread_id: Option<String>,
+    /// The turn's events since its last call to the session, recorded first.
+    #[serde(default)]
+    pub events: Vec<Event>,
+    /// The time (and ids) of the turn's journaled step before the call.
+    #[serde(default)]
+    pub fresh: Option<Fresh>,
 }
 
 /// The inbox's content, in arrival order.
@@ -140,13 +167,26 @@ pub struct DrainReply {
     pub interrupted: bool,
 }
 
-/// `Session/spawn`: a `spawn_agent` call.
+/// One `spawn_agent` call of a `Session/spawn_many` batch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SpawnRequest {
     pub caller: AgentPath,
     pub task_name: String,
     pub message: String,
     pub agent_type: Option<String>,
+    /// The new agent's thread id, its task's mail id and the time, from the caller's step.
+    #[serde(default)]
+    pub fresh: Option<Fresh>,
+}
+
+/// `Session/spawn_many`: the `spawn_agent` calls of one response that follow each other,
+/// registered in one call, in order; answered with one reply per call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpawnBatch {
+    pub spawns: Vec<SpawnRequest>,
+    /// The turn's events since its last call to the session, recorded first.
+    #[serde(default)]
+    pub events: Vec<Event>,
 }
 
 /// `Session/mail`: `send_message` (queue only) or `followup_task` (wakes the target).
@@ -206,6 +246,12 @@ pub enum TurnOutcome {
 pub struct TurnEnded {
     pub path: AgentPath,
     pub outcome: TurnOutcome,
+    /// The turn's last events, recorded first.
+    #[serde(default)]
+    pub events: Vec<Event>,
+    /// The result mail's id and the time, from the turn's last journaled step.
+    #[serde(default)]
+    pub fresh: Option<Fresh>,
 }
 
 /// `Session/events`: events from number `from` on.
@@ -214,6 +260,20 @@ pub struct EventsRequest {
     pub from: u64,
     /// At most this many.
     pub limit: u64,
+}
+
+/// `Session/summary`: how far the session is, without its tree or its events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// How many events the session has numbered (they reach their `Events` chunks one-way).
+    pub events: u64,
+    /// The tree was quiescent after the root's last turn.
+    pub completed: bool,
+    pub final_message: Option<String>,
+    /// How the root's last turn ended (`None` before it ended).
+    pub root_status: Option<AgentStatus>,
+    /// No agent has an active or owed turn.
+    pub idle: bool,
 }
 
 /// A page of the session's events.

@@ -129,6 +129,7 @@ impl Worker {
 pub fn endpoint(worker: Arc<Worker>) -> Endpoint {
     Endpoint::builder()
         .bind(Session)
+        .bind(crate::events::Events)
         .bind(Agent::new(worker))
         .build()
 }

@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use arbor_protocol::{AgentPath, Event, EventLine, MailId, ThreadId, Timestamp};
+use arbor_protocol::{AgentPath, Event, EventLine, Timestamp};
 use restate_sdk::prelude::*;
 
-use super::{SessionClient, TREE, agent_key, event_key, inbox_key};
+use super::{SUMMARY, SessionClient, TREE, agent_key, inbox_key};
 use crate::agent::AgentClient;
+use crate::events::{EventsClient, chunk_key};
 use crate::tree::{Effect, Fresh, Tree};
 use crate::wire::{AgentMeta, Input, WakeRequest};
 
@@ -25,24 +26,10 @@ pub(super) async fn load(ctx: &ObjectContext<'_>) -> Result<Tree, HandlerError> 
     }
 }
 
-/// The tree and the operation's fresh values, its clock set.
-pub(super) async fn load_fresh(ctx: &ObjectContext<'_>) -> Result<(Tree, Fresh), HandlerError> {
-    let mut tree = load(ctx).await?;
-    let fresh = fresh(ctx).await?;
-    tree.now = Timestamp::from_millis(fresh.now_ms);
-    Ok((tree, fresh))
-}
-
 /// The fresh ids and time one operation may use, journaled so a retry sees the same ones.
 pub(super) async fn fresh(ctx: &ObjectContext<'_>) -> Result<Fresh, HandlerError> {
     let fresh = ctx
-        .run(|| async {
-            Ok(Json(Fresh {
-                thread_id: ThreadId::new().as_string(),
-                mail_id: MailId::new().to_string(),
-                now_ms: Timestamp::now().as_millis(),
-            }))
-        })
+        .run(|| async { Ok(Json(Fresh::now())) })
         .name("fresh")
         .await?;
     Ok(fresh.into_inner())
@@ -106,6 +93,7 @@ pub(super) fn apply(
     now_ms: i64,
 ) {
     let mut touched = Vec::new();
+    let mut lines = Vec::new();
     for effect in effects {
         match effect {
             Effect::Deliver(path, input) => {
@@ -138,25 +126,49 @@ pub(super) fn apply(
                     .timer(Json(timer))
                     .send_after(Duration::from_millis(after_ms));
             }
-            Effect::Event(event) => record(ctx, tree, event, now_ms),
+            Effect::Event(event) => lines.push(line(tree, event, now_ms)),
         }
     }
+    send_lines(ctx, &tree.session, lines);
     for key in touched {
         if let Some(inputs) = inboxes.remove(&key) {
             ctx.set(&key, Json(inputs));
         }
     }
     ctx.set(TREE, Json(tree.clone()));
+    ctx.set(SUMMARY, Json(tree.summary()));
 }
 
-fn record(ctx: &ObjectContext<'_>, tree: &mut Tree, event: Event, now_ms: i64) {
+/// The next event line of the session.
+fn line(tree: &mut Tree, event: Event, now_ms: i64) -> EventLine {
     let line = EventLine {
         event,
         ts: Timestamp::from_millis(now_ms),
         lsn: tree.events,
     };
-    ctx.set(&event_key(tree.events), Json(line));
     tree.events += 1;
+    line
+}
+
+/// Sends `lines` (numbered in order) to their chunks, one one-way call per chunk.
+fn send_lines(ctx: &ObjectContext<'_>, session: &str, lines: Vec<EventLine>) {
+    let mut batch: Vec<(u64, EventLine)> = Vec::new();
+    for line in lines {
+        if let Some((first, _)) = batch.first()
+            && chunk_key(session, *first) != chunk_key(session, line.lsn)
+        {
+            let key = chunk_key(session, *first);
+            ctx.object_client::<EventsClient>(key)
+                .append(Json(std::mem::take(&mut batch)))
+                .send();
+        }
+        batch.push((line.lsn, line));
+    }
+    if let Some((first, _)) = batch.first() {
+        ctx.object_client::<EventsClient>(chunk_key(session, *first))
+            .append(Json(batch))
+            .send();
+    }
 }
 
 /// Loads the tree, runs `op`, carries out its effects.
@@ -164,8 +176,29 @@ pub(super) async fn operate<R>(
     ctx: &ObjectContext<'_>,
     op: impl FnOnce(&mut Tree, &Fresh) -> (R, Vec<Effect>),
 ) -> Result<R, HandlerError> {
-    let (mut tree, fresh) = load_fresh(ctx).await?;
+    operate_given(ctx, None, Vec::new(), op).await
+}
+
+/// [`operate`] with the fresh values the caller's journaled step made (when it sent them: no
+/// step of the session's own then) and the caller's events, recorded first.
+pub(super) async fn operate_given<R>(
+    ctx: &ObjectContext<'_>,
+    given: Option<Fresh>,
+    events: Vec<Event>,
+    op: impl FnOnce(&mut Tree, &Fresh) -> (R, Vec<Effect>),
+) -> Result<R, HandlerError> {
+    let mut tree = load(ctx).await?;
+    let fresh = match given {
+        Some(fresh) => fresh,
+        None => fresh(ctx).await?,
+    };
+    tree.now = Timestamp::from_millis(fresh.now_ms);
     let (reply, effects) = op(&mut tree, &fresh);
+    let effects: Vec<Effect> = events
+        .into_iter()
+        .map(Effect::Event)
+        .chain(effects)
+        .collect();
     let inboxes = read_inboxes(ctx, &effects).await?;
     apply(ctx, &mut tree, effects, inboxes, fresh.now_ms);
     Ok(reply)

@@ -40,6 +40,7 @@ fn tree_with(configure: impl FnOnce(&mut SessionConfig)) -> Tree {
         task_name: "w".into(),
         message: "work".into(),
         agent_type: None,
+        fresh: None,
     };
     assert!(tree.spawn(&spawn, &fresh()).0.is_ok());
     take_inbox(&mut tree, "/root/w");
@@ -128,6 +129,8 @@ fn end(tree: &mut Tree, at: &str, message: &str) -> Vec<Effect> {
         outcome: TurnOutcome::Completed {
             last_message: Some(message.into()),
         },
+        events: Vec::new(),
+        fresh: None,
     };
     tree.turn_ended(&ended, &fresh())
 }
@@ -371,6 +374,7 @@ fn the_guardian_reviews_one_request_per_turn_and_stays_internal() {
         task_name: "guardian".into(),
         message: "hi".into(),
         agent_type: None,
+        fresh: None,
     };
     assert_eq!(
         tree.spawn(&spawn, &fresh()).0,
@@ -462,6 +466,8 @@ fn a_missed_review_deadline_is_retried_once_then_unavailable() {
         outcome: TurnOutcome::Interrupted {
             reason: "interrupted".into(),
         },
+        events: Vec::new(),
+        fresh: None,
     };
     let effects = tree.turn_ended(&ended, &fresh());
     assert!(

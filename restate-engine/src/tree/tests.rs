@@ -46,6 +46,7 @@ fn spawn(tree: &mut Tree, caller: &str, name: &str) -> Result<String, String> {
         task_name: name.into(),
         message: format!("do {name}"),
         agent_type: None,
+        fresh: None,
     };
     tree.spawn(&request, &fresh()).0
 }
@@ -56,6 +57,8 @@ fn end(tree: &mut Tree, at: &str, message: &str) -> Vec<Effect> {
         outcome: TurnOutcome::Completed {
             last_message: Some(message.into()),
         },
+        events: Vec::new(),
+        fresh: None,
     };
     tree.turn_ended(&ended, &fresh())
 }
@@ -114,6 +117,7 @@ fn spawn_checks_every_rule_where_the_edge_is_made() {
         task_name: "c".into(),
         message: "x".into(),
         agent_type: Some("wizard".into()),
+        fresh: None,
     };
     assert_eq!(
         tree.spawn(&unknown, &fresh()).0,
