@@ -20,7 +20,10 @@ use crate::wire::{
     ResumeReply, ResumeRequest, SentMail, SpawnBatch, StartRequest, Summary, Timer, ToolReply,
     TurnEnded, WaitNow, WaitRequest,
 };
-use apply::{Inboxes, apply, fresh, load, operate, operate_given, read_inboxes, unknown};
+use apply::{
+    Inboxes, apply, fresh, inbox, inbox_key, input_key, load, load_all, load_misses, operate,
+    operate_given, read, read_inboxes, unknown,
+};
 
 const TREE: &str = "tree";
 /// What the follower reads of the session ([`Summary`]).
@@ -30,10 +33,6 @@ const SUMMARY: &str = "summary";
 /// `0190…/root/worker_a`.
 pub fn agent_key(session: &str, path: &AgentPath) -> String {
     format!("{session}{path}")
-}
-
-fn inbox_key(path: &AgentPath) -> String {
-    format!("inbox{path}")
 }
 
 /// The `Session` object.
@@ -108,50 +107,69 @@ impl Session {
         request: Json<DrainRequest>,
     ) -> HandlerResult<Json<DrainReply>> {
         let request = request.into_inner();
-        let mut tree = load(&ctx).await?;
-        let closed = tree.agents.get(&request.path).is_none_or(|entry| {
-            entry.status == arbor_protocol::AgentStatus::Closed
-                || request
-                    .thread_id
-                    .as_ref()
-                    .is_some_and(|thread| *thread != entry.thread_id)
-        });
-        if closed {
-            if !request.events.is_empty() {
-                let events = request.events.into_iter().map(Effect::Event).collect();
-                let fresh = fresh(&ctx).await?;
-                apply(&ctx, &mut tree, events, Inboxes::new(), fresh.now_ms);
-            }
-            return Ok(Json(DrainReply {
-                inputs: Vec::new(),
-                closed,
-                interrupted: false,
-            }));
-        }
-        let interrupted = tree.take_interrupt(&request.path);
-        let key = inbox_key(&request.path);
-        let inputs = if interrupted {
-            Vec::new()
-        } else {
-            let inputs = ctx
-                .get::<Json<Vec<Input>>>(&key)
-                .await?
-                .map(Json::into_inner)
-                .unwrap_or_default();
-            ctx.clear(&key);
-            inputs
-        };
-        let fresh = match request.fresh {
+        let mut base = load(&ctx, ctx.key()).await?;
+        let fresh = match request.fresh.clone() {
             Some(fresh) => fresh,
             None => fresh(&ctx).await?,
         };
-        tree.now = Timestamp::from_millis(fresh.now_ms);
-        let effects: Vec<Effect> = request
-            .events
-            .into_iter()
-            .map(Effect::Event)
-            .chain(tree.drained(&request.path, &inputs, request.turn_start))
-            .collect();
+        base.now = Timestamp::from_millis(fresh.now_ms);
+        let mut taken: Option<(Vec<Input>, (u64, u64))> = None;
+        let (mut tree, effects, inputs, interrupted) = loop {
+            let mut tree = base.clone();
+            let closed = tree.agents.get(&request.path).is_none_or(|entry| {
+                entry.status == arbor_protocol::AgentStatus::Closed
+                    || request
+                        .thread_id
+                        .as_ref()
+                        .is_some_and(|thread| *thread != entry.thread_id)
+            });
+            let misses = tree.agents.take_misses();
+            if !misses.is_empty() {
+                load_misses(&ctx, &mut base, misses).await?;
+                continue;
+            }
+            if closed {
+                if !request.events.is_empty() {
+                    let events = request.events.into_iter().map(Effect::Event).collect();
+                    apply(&ctx, &mut tree, events, Inboxes::new(), fresh.now_ms);
+                }
+                return Ok(Json(DrainReply {
+                    inputs: Vec::new(),
+                    closed,
+                    interrupted: false,
+                }));
+            }
+            let interrupted = tree.take_interrupt(&request.path);
+            let inputs = if interrupted {
+                Vec::new()
+            } else {
+                if taken.is_none() {
+                    taken = Some(inbox(&ctx, &request.path).await?);
+                }
+                taken
+                    .as_ref()
+                    .map(|(inputs, _)| inputs.clone())
+                    .unwrap_or_default()
+            };
+            let effects: Vec<Effect> = request
+                .events
+                .iter()
+                .cloned()
+                .map(Effect::Event)
+                .chain(tree.drained(&request.path, &inputs, request.turn_start))
+                .collect();
+            let misses = tree.agents.take_misses();
+            if misses.is_empty() {
+                break (tree, effects, inputs, interrupted);
+            }
+            load_misses(&ctx, &mut base, misses).await?;
+        };
+        if !interrupted && let Some((_, (head, tail))) = taken {
+            for n in head..tail {
+                ctx.clear(&input_key(&request.path, n));
+            }
+            ctx.set(&inbox_key(&request.path), Json((tail, tail)));
+        }
         let inboxes = read_inboxes(&ctx, &effects).await?;
         apply(&ctx, &mut tree, effects, inboxes, fresh.now_ms);
         Ok(Json(DrainReply {
@@ -165,10 +183,7 @@ impl Session {
     #[handler]
     async fn record(&self, ctx: ObjectContext<'_>, events: Json<Vec<Event>>) -> HandlerResult<()> {
         let events = events.into_inner();
-        operate(&ctx, |_, _| {
-            ((), events.into_iter().map(Effect::Event).collect())
-        })
-        .await
+        operate_given(&ctx, None, events, |_, _| ((), Vec::new())).await
     }
 
     #[handler]
@@ -240,11 +255,10 @@ impl Session {
 
     /// The agents, as `arbor agents --json` lists them.
     #[handler]
-    async fn agents(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Vec<AgentRow>>> {
-        let Some(tree) = ctx.get::<Json<Tree>>(TREE).await? else {
-            return Err(unknown(ctx.key()));
-        };
-        Ok(Json(tree.into_inner().rows()))
+    async fn agents(&self, ctx: ObjectContext<'_>) -> HandlerResult<Json<Vec<AgentRow>>> {
+        let mut tree = load(&ctx, ctx.key()).await?;
+        load_all(&ctx, &mut tree).await?;
+        Ok(Json(tree.rows()))
     }
 
     /// An `exec_command` that needs approval: decided now, or pending (the requester's turn
@@ -320,22 +334,20 @@ impl Session {
     #[handler]
     async fn inbox(
         &self,
-        ctx: SharedObjectContext<'_>,
+        ctx: ObjectContext<'_>,
         target: Json<String>,
     ) -> HandlerResult<Json<Result<InboxReply, String>>> {
-        let Some(tree) = ctx.get::<Json<Tree>>(TREE).await? else {
-            return Err(unknown(ctx.key()));
-        };
-        let tree = tree.into_inner();
-        let path = match tree.find_agent(&target.into_inner()) {
-            Ok(entry) => entry.path.clone(),
+        let mut tree = load(&ctx, ctx.key()).await?;
+        let target = target.into_inner();
+        let found = read(&ctx, &mut tree, |tree| {
+            tree.find_agent(&target).map(|entry| entry.path.clone())
+        })
+        .await?;
+        let path = match found {
+            Ok(path) => path,
             Err(error) => return Ok(Json(Err(error))),
         };
-        let inputs = ctx
-            .get::<Json<Vec<Input>>>(&inbox_key(&path))
-            .await?
-            .map(Json::into_inner)
-            .unwrap_or_default();
+        let (inputs, _) = inbox(&ctx, &path).await?;
         let mail: Vec<Mail> = inputs
             .into_iter()
             .filter_map(|input| match input {

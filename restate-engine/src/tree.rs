@@ -3,6 +3,7 @@
 //! fetched (fresh ids, the time) and returns `Effect`s for the handler to carry out, so the
 //! decisions are tested without a server (`tree/tests.rs`).
 
+mod agents;
 #[cfg(test)]
 mod approval_tests;
 mod approvals;
@@ -12,7 +13,7 @@ mod review;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use arbor_protocol::{
     AgentPath, AgentStatus, Event, Mail, MailId, MailKind, SandboxMode, Timestamp,
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::approval::Approval;
 use crate::wire::{AgentRow, Decided, SessionConfig, Timer};
 
+pub use agents::{Agents, Misses};
 pub use review::guardian_path;
 
 /// One agent as the session knows it.
@@ -53,6 +55,12 @@ pub struct Entry {
     /// Consecutive denials of its requests the guardian reviewed: (turn, count).
     #[serde(default)]
     pub streak: (u64, u32),
+    /// Its children (the guardian aside), in creation order.
+    #[serde(default)]
+    pub children: Vec<AgentPath>,
+    /// How many of its children (the guardian aside) owe a turn.
+    #[serde(default)]
+    pub busy_children: u32,
 }
 
 impl Entry {
@@ -77,6 +85,12 @@ pub struct Wait {
     pub targets: Vec<AgentPath>,
     pub all: bool,
     pub awakeable: String,
+    /// How many targets owe a turn (kept as their turns start and end).
+    #[serde(default)]
+    pub busy: usize,
+    /// A target that waits for an approval.
+    #[serde(default)]
+    pub approving: Option<AgentPath>,
 }
 
 /// The whole session.
@@ -84,7 +98,12 @@ pub struct Wait {
 pub struct Tree {
     pub session: String,
     pub config: SessionConfig,
-    pub agents: BTreeMap<AgentPath, Entry>,
+    /// Each under its own key, loaded as operations read them.
+    #[serde(skip)]
+    pub agents: Agents,
+    /// How many agents owe a turn: the tree is quiescent at none.
+    #[serde(default)]
+    pub busy: usize,
     /// Blocked waits by caller.
     pub waits: BTreeMap<AgentPath, Wait>,
     /// Every nickname handed out (the pool draws without replacement).
@@ -110,6 +129,9 @@ pub struct Tree {
     /// The time of the operation being applied (set by the handler; not stored).
     #[serde(skip)]
     pub now: Timestamp,
+    /// Callers whose wait may be over after this operation (not stored).
+    #[serde(skip)]
+    pub checks: BTreeSet<AgentPath>,
 }
 
 fn yes() -> bool {
@@ -179,11 +201,14 @@ impl Tree {
             internal: false,
             turns: 0,
             streak: (0, 0),
+            children: Vec::new(),
+            busy_children: 0,
         };
         let mut tree = Self {
             session: session.to_string(),
             config,
-            agents: BTreeMap::from([(root.clone(), entry)]),
+            agents: Agents::complete([entry]),
+            busy: 1,
             waits: BTreeMap::new(),
             nicknames: Vec::new(),
             completed: false,
@@ -194,6 +219,7 @@ impl Tree {
             reviews: VecDeque::new(),
             reviewing: None,
             now: Timestamp::from_millis(fresh.now_ms),
+            checks: BTreeSet::new(),
         };
         let session_id = arbor_protocol::ThreadId::parse(session).ok();
         let mut effects = Vec::new();
@@ -220,11 +246,10 @@ impl Tree {
     /// Resolves a tool's target (a path as `caller` names it, or a thread id) to a known agent.
     pub fn resolve(&self, caller: &AgentPath, target: &str) -> Result<&Entry, String> {
         if let Ok(id) = arbor_protocol::ThreadId::parse(target) {
-            let id = id.as_string();
             return self
                 .agents
-                .values()
-                .find(|entry| entry.thread_id == id)
+                .path_of(&id.as_string())
+                .and_then(|path| self.agents.get(&path))
                 .ok_or_else(|| format!("agent id `{target}` not found"));
         }
         let path = caller.resolve(target).map_err(|error| error.to_string())?;
@@ -236,8 +261,51 @@ impl Tree {
     /// Whether any child of `path` (open or not; internal agents left out) owes a turn.
     fn children_busy(&self, path: &AgentPath) -> bool {
         self.agents
-            .values()
-            .any(|entry| entry.parent.as_ref() == Some(path) && entry.busy && !entry.internal)
+            .get(path)
+            .is_some_and(|entry| entry.busy_children > 0)
+    }
+
+    /// Marks `path` as owing a turn or not, keeping in step the count of busy agents, its
+    /// parent's count of busy children, and the waits that name it.
+    fn set_busy(&mut self, path: &AgentPath, busy: bool) {
+        let Some(entry) = self.agents.get_mut(path) else {
+            return;
+        };
+        if entry.busy == busy {
+            return;
+        }
+        entry.busy = busy;
+        let (parent, internal) = (entry.parent.clone(), entry.internal);
+        let step = |count: usize| {
+            if busy {
+                count + 1
+            } else {
+                count.saturating_sub(1)
+            }
+        };
+        self.busy = step(self.busy);
+        if let Some(parent) = parent
+            && !internal
+            && let Some(parent) = self.agents.get_mut(&parent)
+        {
+            parent.busy_children = u32::try_from(step(parent.busy_children as usize)).unwrap_or(0);
+        }
+        for (caller, wait) in &mut self.waits {
+            if wait.targets.contains(path) {
+                wait.busy = step(wait.busy);
+                self.checks.insert(caller.clone());
+            }
+        }
+    }
+
+    /// `path` now waits for an approval: the waits that name it are over.
+    fn approving(&mut self, path: &AgentPath) {
+        for (caller, wait) in &mut self.waits {
+            if wait.targets.contains(path) && wait.approving.is_none() {
+                wait.approving = Some(path.clone());
+                self.checks.insert(caller.clone());
+            }
+        }
     }
 
     /// Whether a human can answer approval requests at all.
@@ -252,8 +320,8 @@ impl Tree {
             && entry.is_open()
             && entry.status != AgentStatus::Closed
         {
-            entry.busy = true;
             entry.status = AgentStatus::Queued;
+            self.set_busy(path, true);
             effects.push(Effect::Wake(path.clone()));
         }
     }
@@ -287,11 +355,15 @@ impl Tree {
     /// quiescence.
     fn settle(&mut self, effects: &mut Vec<Effect>) {
         self.pump_reviews(effects);
+        // A wait can end only when its caller's mail changed or a target's turn or status did.
+        let changed = self.agents.changed_paths();
         let over: Vec<(AgentPath, String)> = self
             .waits
             .iter()
+            .filter(|(caller, _)| self.checks.contains(*caller) || changed.contains(caller))
             .filter_map(|(caller, wait)| self.wait_over(caller, wait).map(|m| (caller.clone(), m)))
             .collect();
+        self.checks.clear();
         for (caller, message) in over {
             if let Some(wait) = self.waits.remove(&caller) {
                 if let Some(entry) = self.agents.get_mut(&caller)
@@ -305,9 +377,10 @@ impl Tree {
                 });
             }
         }
-        let owed: Vec<AgentPath> = self
-            .agents
-            .values()
+        // A turn can be owed only to an agent this operation changed.
+        let owed: Vec<AgentPath> = changed
+            .iter()
+            .filter_map(|path| self.agents.get(path))
             .filter(|entry| !entry.busy && entry.is_open())
             .filter(|entry| {
                 entry.unread.iter().any(|mail| mail.trigger)
@@ -350,28 +423,18 @@ impl Tree {
 
     /// Whether any agent has an active or owed turn.
     pub fn busy(&self) -> bool {
-        self.agents.values().any(|entry| entry.busy)
+        self.busy > 0
     }
 
     /// The message a wait ends with, when it is over: a target waits for an approval, a
     /// target's mail waits (any), or every target is idle (all).
     fn wait_over(&self, caller: &AgentPath, wait: &Wait) -> Option<String> {
         let caller = self.agents.get(caller)?;
-        let approving = wait.targets.iter().find(|target| {
-            self.agents
-                .get(*target)
-                .is_some_and(|entry| entry.status == AgentStatus::AwaitingApproval)
-        });
-        if let Some(target) = approving {
+        if let Some(target) = &wait.approving {
             return Some(format!("{target} is waiting for an approval"));
         }
         if wait.all {
-            let busy = wait.targets.iter().any(|target| {
-                self.agents
-                    .get(target)
-                    .is_some_and(|entry| entry.busy && entry.is_open())
-            });
-            if busy {
+            if wait.busy > 0 {
                 return None;
             }
             let states = wait

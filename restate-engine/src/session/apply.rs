@@ -1,6 +1,7 @@
-//! What every `Session` handler shares: loading the `Tree` (with the operation's fresh ids
-//! and time, journaled), reading the inboxes its effects append to, and carrying the effects
-//! out in order (inboxes, wakes, closes, awakeables, timers, events) before storing the tree.
+//! What every `Session` handler shares: loading the `Tree` (its small part, the root, and
+//! each agent an operation reads, run again until it misses none: `tree/agents.rs`), reading
+//! the inbox counters its effects append to, and carrying the effects out in order (inboxes,
+//! wakes, closes, awakeables, timers, events) before storing the tree and the changed agents.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -8,10 +9,10 @@ use std::time::Duration;
 use arbor_protocol::{AgentPath, Event, EventLine, Timestamp};
 use restate_sdk::prelude::*;
 
-use super::{SUMMARY, SessionClient, TREE, agent_key, inbox_key};
+use super::{SUMMARY, SessionClient, TREE, agent_key};
 use crate::agent::AgentClient;
 use crate::events::{EventsClient, chunk_key};
-use crate::tree::{Effect, Fresh, Tree};
+use crate::tree::{Effect, Entry, Fresh, Misses, Tree};
 use crate::wire::{AgentMeta, Input, WakeRequest};
 
 /// A handler's refusal for a session that was never started.
@@ -19,11 +20,95 @@ pub(super) fn unknown(session: &str) -> HandlerError {
     TerminalError::new_with_code(404, format!("unknown session {session}")).into()
 }
 
-pub(super) async fn load(ctx: &ObjectContext<'_>) -> Result<Tree, HandlerError> {
-    match ctx.get::<Json<Tree>>(TREE).await? {
-        Some(tree) => Ok(tree.into_inner()),
-        None => Err(unknown(ctx.key())),
+/// The state key of the agent at `path`.
+pub(super) fn entry_key(path: &AgentPath) -> String {
+    format!("agent{path}")
+}
+
+/// The state key naming the path of thread `id`.
+fn thread_key(id: &str) -> String {
+    format!("thread{id}")
+}
+
+/// The state key of an agent's inbox counters: (first untaken, next free).
+pub(super) fn inbox_key(path: &AgentPath) -> String {
+    format!("inbox{path}")
+}
+
+/// The state key of the `n`-th input of an agent's inbox.
+pub(super) fn input_key(path: &AgentPath, n: u64) -> String {
+    format!("inbox{path}#{n}")
+}
+
+/// The tree's small part with the root loaded.
+pub(super) async fn load(ctx: &ObjectContext<'_>, key: &str) -> Result<Tree, HandlerError> {
+    let mut tree = match ctx.get::<Json<Tree>>(TREE).await? {
+        Some(tree) => tree.into_inner(),
+        None => return Err(unknown(key)),
+    };
+    let misses = Misses {
+        paths: [AgentPath::root()].into(),
+        threads: Default::default(),
+    };
+    load_misses(ctx, &mut tree, misses).await?;
+    Ok(tree)
+}
+
+/// Loads what an operation missed: the paths of thread ids first, then the agents.
+pub(super) async fn load_misses(
+    ctx: &ObjectContext<'_>,
+    tree: &mut Tree,
+    misses: Misses,
+) -> Result<(), HandlerError> {
+    for thread in misses.threads {
+        let path = ctx
+            .get::<Json<AgentPath>>(&thread_key(&thread))
+            .await?
+            .map(Json::into_inner);
+        tree.agents.load_thread(thread, path);
     }
+    for path in misses.paths {
+        let entry = ctx
+            .get::<Json<Entry>>(&entry_key(&path))
+            .await?
+            .map(Json::into_inner);
+        tree.agents.load(path, entry);
+    }
+    Ok(())
+}
+
+/// Runs a read on the tree until it misses nothing it needs.
+pub(super) async fn read<R>(
+    ctx: &ObjectContext<'_>,
+    tree: &mut Tree,
+    op: impl Fn(&Tree) -> R,
+) -> Result<R, HandlerError> {
+    loop {
+        let answer = op(tree);
+        let misses = tree.agents.take_misses();
+        if misses.is_empty() {
+            return Ok(answer);
+        }
+        load_misses(ctx, tree, misses).await?;
+    }
+}
+
+/// Every agent of the tree loaded (for the listings).
+pub(super) async fn load_all(ctx: &ObjectContext<'_>, tree: &mut Tree) -> Result<(), HandlerError> {
+    let paths = ctx
+        .get_keys()
+        .await?
+        .into_iter()
+        .filter_map(|key| {
+            key.strip_prefix("agent")
+                .and_then(|path| AgentPath::parse(path).ok())
+        })
+        .collect();
+    let misses = Misses {
+        paths,
+        threads: Default::default(),
+    };
+    load_misses(ctx, tree, misses).await
 }
 
 /// The fresh ids and time one operation may use, journaled so a retry sees the same ones.
@@ -58,27 +143,47 @@ fn wake_request(tree: &Tree, path: &AgentPath) -> Option<WakeRequest> {
     })
 }
 
-/// The inboxes `effects` append to, read before they are carried out, by key.
-pub(super) type Inboxes = HashMap<String, Vec<Input>>;
+/// The counters of the inboxes `effects` append to, read before they are carried out.
+pub(super) type Inboxes = HashMap<AgentPath, (u64, u64)>;
 
-/// Reads the inboxes the effects will append to, so `apply` can write them whole.
+/// An agent's inbox counters: (first untaken, next free).
+pub(super) async fn inbox_counters(
+    ctx: &ObjectContext<'_>,
+    path: &AgentPath,
+) -> Result<(u64, u64), HandlerError> {
+    Ok(ctx
+        .get::<Json<(u64, u64)>>(&inbox_key(path))
+        .await?
+        .map_or((0, 0), Json::into_inner))
+}
+
+/// The untaken inputs of an agent's inbox, in arrival order, with its counters.
+pub(super) async fn inbox(
+    ctx: &ObjectContext<'_>,
+    path: &AgentPath,
+) -> Result<(Vec<Input>, (u64, u64)), HandlerError> {
+    let (head, tail) = inbox_counters(ctx, path).await?;
+    let mut inputs = Vec::new();
+    for n in head..tail {
+        if let Some(input) = ctx.get::<Json<Input>>(&input_key(path, n)).await? {
+            inputs.push(input.into_inner());
+        }
+    }
+    Ok((inputs, (head, tail)))
+}
+
+/// Reads the counters of the inboxes the effects will append to (each input is a key of
+/// its own, so a delivery writes one input, never the inbox).
 pub(super) async fn read_inboxes(
     ctx: &ObjectContext<'_>,
     effects: &[Effect],
 ) -> Result<Inboxes, HandlerError> {
     let mut read = Inboxes::new();
     for effect in effects {
-        if let Effect::Deliver(path, _) = effect {
-            let key = inbox_key(path);
-            if read.contains_key(&key) {
-                continue;
-            }
-            let inputs = ctx
-                .get::<Json<Vec<Input>>>(&key)
-                .await?
-                .map(Json::into_inner)
-                .unwrap_or_default();
-            read.insert(key, inputs);
+        if let Effect::Deliver(path, _) = effect
+            && !read.contains_key(path)
+        {
+            read.insert(path.clone(), inbox_counters(ctx, path).await?);
         }
     }
     Ok(read)
@@ -97,11 +202,12 @@ pub(super) fn apply(
     for effect in effects {
         match effect {
             Effect::Deliver(path, input) => {
-                let key = inbox_key(&path);
-                if !touched.contains(&key) {
-                    touched.push(key.clone());
+                let counters = inboxes.entry(path.clone()).or_default();
+                ctx.set(&input_key(&path, counters.1), Json(input));
+                counters.1 += 1;
+                if !touched.contains(&path) {
+                    touched.push(path);
                 }
-                inboxes.entry(key).or_default().push(input);
             }
             Effect::Wake(path) => {
                 if let Some(request) = wake_request(tree, &path) {
@@ -130,10 +236,14 @@ pub(super) fn apply(
         }
     }
     send_lines(ctx, &tree.session, lines);
-    for key in touched {
-        if let Some(inputs) = inboxes.remove(&key) {
-            ctx.set(&key, Json(inputs));
+    for path in touched {
+        if let Some(counters) = inboxes.remove(&path) {
+            ctx.set(&inbox_key(&path), Json(counters));
         }
+    }
+    for entry in tree.agents.changed() {
+        ctx.set(&entry_key(&entry.path), Json(entry.clone()));
+        ctx.set(&thread_key(&entry.thread_id), Json(entry.path.clone()));
     }
     ctx.set(TREE, Json(tree.clone()));
     ctx.set(SUMMARY, Json(tree.summary()));
@@ -171,10 +281,11 @@ fn send_lines(ctx: &ObjectContext<'_>, session: &str, lines: Vec<EventLine>) {
     }
 }
 
-/// Loads the tree, runs `op`, carries out its effects.
+/// Loads the tree, runs `op` (again, with what it missed loaded, until it misses nothing),
+/// carries out its effects.
 pub(super) async fn operate<R>(
     ctx: &ObjectContext<'_>,
-    op: impl FnOnce(&mut Tree, &Fresh) -> (R, Vec<Effect>),
+    op: impl FnMut(&mut Tree, &Fresh) -> (R, Vec<Effect>),
 ) -> Result<R, HandlerError> {
     operate_given(ctx, None, Vec::new(), op).await
 }
@@ -185,15 +296,23 @@ pub(super) async fn operate_given<R>(
     ctx: &ObjectContext<'_>,
     given: Option<Fresh>,
     events: Vec<Event>,
-    op: impl FnOnce(&mut Tree, &Fresh) -> (R, Vec<Effect>),
+    mut op: impl FnMut(&mut Tree, &Fresh) -> (R, Vec<Effect>),
 ) -> Result<R, HandlerError> {
-    let mut tree = load(ctx).await?;
+    let mut base = load(ctx, ctx.key()).await?;
     let fresh = match given {
         Some(fresh) => fresh,
         None => fresh(ctx).await?,
     };
-    tree.now = Timestamp::from_millis(fresh.now_ms);
-    let (reply, effects) = op(&mut tree, &fresh);
+    base.now = Timestamp::from_millis(fresh.now_ms);
+    let (mut tree, reply, effects) = loop {
+        let mut tree = base.clone();
+        let (reply, effects) = op(&mut tree, &fresh);
+        let misses = tree.agents.take_misses();
+        if misses.is_empty() {
+            break (tree, reply, effects);
+        }
+        load_misses(ctx, &mut base, misses).await?;
+    };
     let effects: Vec<Effect> = events
         .into_iter()
         .map(Effect::Event)

@@ -73,6 +73,7 @@ impl Tree {
         if let Some(entry) = self.agents.get_mut(&request.path) {
             entry.status = AgentStatus::AwaitingApproval;
         }
+        self.approving(&request.path);
         effects.push(Effect::Event(Event::AgentStatus {
             path: request.path.clone(),
             status: AgentStatus::AwaitingApproval,

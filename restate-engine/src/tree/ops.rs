@@ -75,14 +75,23 @@ impl Tree {
             sandbox: caps.sandbox,
             status: AgentStatus::PendingInit,
             open: Some(true),
-            busy: true,
+            busy: false,
             unread: Vec::new(),
             interrupt: false,
             internal: false,
             turns: 0,
             streak: (0, 0),
+            children: Vec::new(),
+            busy_children: 0,
         };
-        self.agents.insert(path.clone(), entry);
+        // A path a closed agent left is taken again: the old agent was counted idle.
+        self.agents.insert(entry);
+        if let Some(parent) = self.agents.get_mut(&request.caller)
+            && !parent.children.contains(&path)
+        {
+            parent.children.push(path.clone());
+        }
+        self.set_busy(&path, true);
         effects.push(Effect::Event(Event::AgentSpawned {
             path: path.clone(),
             nickname: Some(nickname.clone()),
@@ -254,9 +263,9 @@ impl Tree {
         }
         if let Some(entry) = self.agents.get_mut(&ended.path) {
             entry.status = status.clone();
-            entry.busy = false;
             entry.interrupt = false;
         }
+        self.set_busy(&ended.path, false);
         effects.push(Effect::Event(Event::AgentStatus {
             path: ended.path.clone(),
             status,
@@ -272,10 +281,15 @@ impl Tree {
     pub fn wait(&mut self, request: &WaitRequest) -> (WaitNow, Vec<Effect>) {
         let mut targets = Vec::new();
         if request.targets.is_empty() {
+            let children = self
+                .agents
+                .get(&request.caller)
+                .map(|entry| entry.children.clone())
+                .unwrap_or_default();
             targets.extend(
-                self.agents
-                    .values()
-                    .filter(|entry| entry.parent.as_ref() == Some(&request.caller))
+                children
+                    .iter()
+                    .filter_map(|child| self.agents.get(child))
                     .filter(|entry| entry.is_open() && entry.role != arbor_roles::GUARDIAN_ROLE)
                     .map(|entry| entry.path.clone()),
             );
@@ -298,10 +312,24 @@ impl Tree {
             let message = "no agents to wait for".to_string();
             return (WaitNow::Done { message }, Vec::new());
         }
+        let busy = targets
+            .iter()
+            .filter(|target| self.agents.get(target).is_some_and(|entry| entry.busy))
+            .count();
+        let approving = targets
+            .iter()
+            .find(|target| {
+                self.agents
+                    .get(target)
+                    .is_some_and(|entry| entry.status == AgentStatus::AwaitingApproval)
+            })
+            .cloned();
         let wait = Wait {
             targets,
             all: request.all,
             awakeable: request.awakeable.clone(),
+            busy,
+            approving,
         };
         if let Some(message) = self.wait_over(&request.caller, &wait) {
             return (WaitNow::Done { message }, Vec::new());
@@ -373,21 +401,26 @@ impl Tree {
             return (Err("root is not a spawned agent".to_string()), effects);
         }
         let previous = target.status.clone();
-        let closing: Vec<AgentPath> = self
-            .agents
-            .values()
-            .filter(|entry| entry.path.is_within(&target.path))
-            .filter(|entry| entry.status != AgentStatus::Closed)
-            .map(|entry| entry.path.clone())
-            .collect();
+        // The branch, through each agent's children (the guardian under the root is only
+        // closed by name).
+        let mut closing = Vec::new();
+        let mut stack = vec![target.path.clone()];
+        while let Some(path) = stack.pop() {
+            if let Some(entry) = self.agents.get(&path) {
+                stack.extend(entry.children.iter().rev().cloned());
+                if entry.status != AgentStatus::Closed {
+                    closing.push(path);
+                }
+            }
+        }
         for path in closing {
             if let Some(entry) = self.agents.get_mut(&path) {
                 entry.status = AgentStatus::Closed;
-                entry.busy = false;
                 if path == target.path {
                     entry.open = Some(false);
                 }
             }
+            self.set_busy(&path, false);
             self.waits.remove(&path);
             self.release_waiters(&path, "closed", &mut effects);
             if path == super::guardian_path() {

@@ -89,11 +89,10 @@ impl Tree {
     pub fn find_agent(&self, target: &str) -> Result<&Entry, String> {
         let target = target.trim();
         if let Ok(id) = ThreadId::parse(target) {
-            let id = id.as_string();
             return self
                 .agents
-                .values()
-                .find(|entry| entry.thread_id == id)
+                .path_of(&id.as_string())
+                .and_then(|path| self.agents.get(&path))
                 .ok_or_else(|| format!("agent `{target}` not found in session {}", self.session));
         }
         let path = AgentPath::root()

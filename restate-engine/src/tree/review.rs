@@ -52,8 +52,10 @@ impl Tree {
             internal: true,
             turns: 0,
             streak: (0, 0),
+            children: Vec::new(),
+            busy_children: 0,
         };
-        self.agents.insert(path.clone(), entry);
+        self.agents.insert(entry);
         effects.push(Effect::Event(Event::AgentSpawned {
             path,
             nickname: None,
