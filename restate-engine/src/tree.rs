@@ -7,9 +7,12 @@ mod agents;
 #[cfg(test)]
 mod approval_tests;
 mod approvals;
+mod listing;
 mod ops;
 mod outside;
 mod review;
+#[cfg(test)]
+mod stored_tests;
 #[cfg(test)]
 mod tests;
 
@@ -21,7 +24,7 @@ use arbor_protocol::{
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Approval;
-use crate::wire::{AgentRow, Decided, SessionConfig, Timer};
+use crate::wire::{Decided, SessionConfig, Timer};
 
 pub use agents::{Agents, Misses};
 pub use review::guardian_path;
@@ -467,50 +470,5 @@ impl Tree {
             .collect::<Vec<_>>()
             .join(", ");
         Some(format!("mail is waiting from {names}"))
-    }
-
-    /// What the follower reads between pages of events.
-    pub fn summary(&self) -> crate::wire::Summary {
-        crate::wire::Summary {
-            events: self.events,
-            completed: self.completed,
-            final_message: self.final_message.clone(),
-            root_status: self
-                .agents
-                .get(&AgentPath::root())
-                .map(|root| root.status.clone())
-                .filter(AgentStatus::is_final),
-            idle: !self.busy(),
-        }
-    }
-
-    /// The agents as `arbor agents --json` lists them: root first, then by depth and path.
-    pub fn rows(&self) -> Vec<AgentRow> {
-        let mut rows: Vec<AgentRow> = self
-            .agents
-            .values()
-            .map(|entry| AgentRow {
-                id: entry.thread_id.clone(),
-                path: entry.path.clone(),
-                parent_id: entry
-                    .parent
-                    .as_ref()
-                    .and_then(|parent| self.agents.get(parent))
-                    .map(|parent| parent.thread_id.clone()),
-                depth: entry.path.depth(),
-                nickname: entry.nickname.clone(),
-                role: entry.role.clone(),
-                model: None,
-                status: entry.status.clone(),
-                edge: entry
-                    .open
-                    .map(|open| if open { "open" } else { "closed" }.to_string()),
-                resident: entry.busy,
-                unread: entry.unread.len(),
-                pending_approvals: self.pending_of(&entry.path),
-            })
-            .collect();
-        rows.sort_by(|a, b| (a.depth, &a.path).cmp(&(b.depth, &b.path)));
-        rows
     }
 }
