@@ -230,6 +230,7 @@ async fn wait_agent(
         targets: args.targets.unwrap_or_default(),
         all,
         awakeable,
+        unread_from: Vec::new(),
     };
     let now = turn
         .session()

@@ -28,6 +28,8 @@ use apply::{
 const TREE: &str = "tree";
 /// What the follower reads of the session ([`Summary`]).
 const SUMMARY: &str = "summary";
+/// The nicknames drawn so far (read and written by registrations only).
+const NICKNAMES: &str = "nicknames";
 
 /// The key of the `Agent` object of `path` in `session`: `<session><path>`, e.g.
 /// `0190…/root/worker_a`.
@@ -73,7 +75,15 @@ impl Session {
     ) -> HandlerResult<Json<Vec<ToolReply>>> {
         let SpawnBatch { spawns, events } = batch.into_inner();
         let given = spawns.first().and_then(|spawn| spawn.fresh.clone());
+        let drawn: Vec<String> = ctx
+            .get::<Json<Vec<String>>>(NICKNAMES)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        let mut nicknames = Vec::new();
         let replies = operate_given(&ctx, given, events, |tree, fresh| {
+            // Each run of the operation (again after a miss) starts from the names stored.
+            tree.nicknames = drawn.clone();
             let mut replies = Vec::new();
             let mut effects = Vec::new();
             for spawn in &spawns {
@@ -81,9 +91,11 @@ impl Session {
                 replies.push(reply);
                 effects.extend(more);
             }
+            nicknames = tree.nicknames.clone();
             (replies, effects)
         })
         .await?;
+        ctx.set(NICKNAMES, Json(nicknames));
         Ok(Json(replies))
     }
 
@@ -206,7 +218,16 @@ impl Session {
         ctx: ObjectContext<'_>,
         request: Json<WaitRequest>,
     ) -> HandlerResult<Json<WaitNow>> {
-        let request = request.into_inner();
+        let mut request = request.into_inner();
+        // Whose mail already waits: read from the caller's inbox, once, not kept in the tree.
+        let (inputs, _) = inbox(&ctx, &request.caller).await?;
+        request.unread_from = inputs
+            .into_iter()
+            .filter_map(|input| match input {
+                Input::Mail { mail } => Some(mail.author),
+                Input::User { .. } => None,
+            })
+            .collect();
         let now = operate(&ctx, |tree, _| tree.wait(&request)).await?;
         Ok(Json(now))
     }

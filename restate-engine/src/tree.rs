@@ -18,9 +18,7 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use arbor_protocol::{
-    AgentPath, AgentStatus, Event, Mail, MailId, MailKind, SandboxMode, Timestamp,
-};
+use arbor_protocol::{AgentPath, AgentStatus, Event, Mail, MailKind, SandboxMode, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Approval;
@@ -44,8 +42,9 @@ pub struct Entry {
     pub open: Option<bool>,
     /// Has an active or owed turn: a wake was sent and its turn has not ended.
     pub busy: bool,
-    /// Mail in its inbox not yet taken by a turn, in arrival order.
-    pub unread: Vec<Unread>,
+    /// How much of its inbox no turn has taken yet (the mail itself is in the inbox, each
+    /// under its own key).
+    pub unread: Unread,
     /// An interrupt its running turn has not yet seen.
     #[serde(default)]
     pub interrupt: bool,
@@ -73,13 +72,33 @@ impl Entry {
     }
 }
 
-/// What the session keeps of an unread mail (the content waits in the inbox).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What the session counts of an agent's unread mail (the mail waits in the inbox): enough
+/// for its wakes, never a list that grows with its children.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unread {
-    pub id: MailId,
-    pub author: AgentPath,
-    pub kind: MailKind,
-    pub trigger: bool,
+    pub mails: usize,
+    /// Mail that asks for a turn.
+    pub triggers: usize,
+    pub results: usize,
+}
+
+impl Unread {
+    fn count(&mut self, mail: &Mail, add: bool) {
+        let step = |count: &mut usize| {
+            *count = if add {
+                *count + 1
+            } else {
+                count.saturating_sub(1)
+            };
+        };
+        step(&mut self.mails);
+        if mail.trigger_turn {
+            step(&mut self.triggers);
+        }
+        if mail.kind == MailKind::Result {
+            step(&mut self.results);
+        }
+    }
 }
 
 /// A blocked `wait_agent` call.
@@ -94,6 +113,9 @@ pub struct Wait {
     /// A target that waits for an approval.
     #[serde(default)]
     pub approving: Option<AgentPath>,
+    /// The targets whose mail waits for the caller (a wait for any is over with one).
+    #[serde(default)]
+    pub from: Vec<AgentPath>,
 }
 
 /// The whole session.
@@ -109,7 +131,9 @@ pub struct Tree {
     pub busy: usize,
     /// Blocked waits by caller.
     pub waits: BTreeMap<AgentPath, Wait>,
-    /// Every nickname handed out (the pool draws without replacement).
+    /// Every nickname handed out (the pool draws without replacement): a key of its own
+    /// (`nicknames`), which only registrations read and write.
+    #[serde(skip)]
     pub nicknames: Vec<String>,
     /// The tree was quiescent after the root's turn.
     pub completed: bool,
@@ -135,6 +159,10 @@ pub struct Tree {
     /// Callers whose wait may be over after this operation (not stored).
     #[serde(skip)]
     pub checks: BTreeSet<AgentPath>,
+    /// The mail each agent has not taken, as the tests read it (the engine reads inboxes).
+    #[cfg(test)]
+    #[serde(skip)]
+    pub mails: BTreeMap<AgentPath, Vec<Mail>>,
 }
 
 fn yes() -> bool {
@@ -199,7 +227,7 @@ impl Tree {
             status: AgentStatus::Queued,
             open: None,
             busy: true,
-            unread: Vec::new(),
+            unread: Unread::default(),
             interrupt: false,
             internal: false,
             turns: 0,
@@ -223,6 +251,8 @@ impl Tree {
             reviewing: None,
             now: Timestamp::from_millis(fresh.now_ms),
             checks: BTreeSet::new(),
+            #[cfg(test)]
+            mails: BTreeMap::new(),
         };
         let session_id = arbor_protocol::ThreadId::parse(session).ok();
         let mut effects = Vec::new();
@@ -332,13 +362,19 @@ impl Tree {
     /// Puts `mail` in its recipient's inbox and says so.
     fn deliver(&mut self, mail: Mail, effects: &mut Vec<Effect>) {
         if let Some(entry) = self.agents.get_mut(&mail.recipient) {
-            entry.unread.push(Unread {
-                id: mail.id,
-                author: mail.author.clone(),
-                kind: mail.kind,
-                trigger: mail.trigger_turn,
-            });
+            entry.unread.count(&mail, true);
+            if let Some(wait) = self.waits.get_mut(&mail.recipient)
+                && wait.targets.contains(&mail.author)
+                && !wait.from.contains(&mail.author)
+            {
+                wait.from.push(mail.author.clone());
+            }
         }
+        #[cfg(test)]
+        self.mails
+            .entry(mail.recipient.clone())
+            .or_default()
+            .push(mail.clone());
         effects.push(Effect::Event(Event::MailSent {
             id: mail.id,
             kind: mail.kind,
@@ -386,11 +422,8 @@ impl Tree {
             .filter_map(|path| self.agents.get(path))
             .filter(|entry| !entry.busy && entry.is_open())
             .filter(|entry| {
-                entry.unread.iter().any(|mail| mail.trigger)
-                    || (entry
-                        .unread
-                        .iter()
-                        .any(|mail| mail.kind == MailKind::Result)
+                entry.unread.triggers > 0
+                    || (entry.unread.results > 0
                         && !self.children_busy(&entry.path)
                         && (self.root_driven || !entry.path.is_root()))
             })
@@ -454,17 +487,11 @@ impl Tree {
                 .join("; ");
             return Some(format!("all targets are idle: {states}"));
         }
-        let mut from: Vec<&AgentPath> = caller
-            .unread
-            .iter()
-            .map(|mail| &mail.author)
-            .filter(|author| wait.targets.contains(author))
-            .collect();
-        from.dedup();
-        if from.is_empty() {
+        if caller.unread.mails == 0 || wait.from.is_empty() {
             return None;
         }
-        let names = from
+        let names = wait
+            .from
             .iter()
             .map(|path| path.as_str())
             .collect::<Vec<_>>()

@@ -210,6 +210,10 @@ pub struct WaitRequest {
     pub targets: Vec<String>,
     pub all: bool,
     pub awakeable: String,
+    /// The authors of the caller's untaken mail, in arrival order (the session reads them
+    /// from the inbox; a wait for any is over at once when one is a target).
+    #[serde(default)]
+    pub unread_from: Vec<AgentPath>,
 }
 
 /// What `Session/wait` answers.

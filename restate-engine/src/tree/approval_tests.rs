@@ -106,19 +106,13 @@ fn pair(outcome: &str, by: &str) -> (String, Option<String>) {
 
 /// A turn of `at` starts and takes its unread mail.
 fn take_inbox(tree: &mut Tree, at: &str) {
-    let inputs: Vec<Input> = tree.agents[&path(at)]
-        .unread
-        .iter()
-        .map(|unread| {
-            let mut mail = arbor_protocol::Mail::new(
-                unread.author.clone(),
-                path(at),
-                unread.kind,
-                String::new(),
-            );
-            mail.id = unread.id;
-            Input::Mail { mail }
-        })
+    let inputs: Vec<Input> = tree
+        .mails
+        .get(&path(at))
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mail| Input::Mail { mail })
         .collect();
     tree.drained(&path(at), &inputs, true);
 }
@@ -143,6 +137,7 @@ fn a_pending_request_holds_its_requester_and_the_tree_until_a_human_answers() {
         targets: Vec::new(),
         all: true,
         awakeable: "root-wait".into(),
+        unread_from: Vec::new(),
     };
     assert_eq!(tree.wait(&wait).0, WaitNow::Registered);
     let (reply, effects) = ask(&mut tree, "/root/w", "touch /x", "w-approval");
@@ -385,6 +380,7 @@ fn the_guardian_reviews_one_request_per_turn_and_stays_internal() {
         targets: Vec::new(),
         all: true,
         awakeable: "w".into(),
+        unread_from: Vec::new(),
     };
     assert_eq!(tree.wait(&wait).0, WaitNow::Registered);
     assert_eq!(tree.waits[&AgentPath::root()].targets, [path("/root/w")]);

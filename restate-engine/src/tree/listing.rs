@@ -44,7 +44,7 @@ impl Tree {
                     .open
                     .map(|open| if open { "open" } else { "closed" }.to_string()),
                 resident: entry.busy,
-                unread: entry.unread.len(),
+                unread: entry.unread.mails,
                 pending_approvals: self.pending_of(&entry.path),
             })
             .collect();

@@ -76,7 +76,7 @@ impl Tree {
             status: AgentStatus::PendingInit,
             open: Some(true),
             busy: false,
-            unread: Vec::new(),
+            unread: super::Unread::default(),
             interrupt: false,
             internal: false,
             turns: 0,
@@ -196,7 +196,11 @@ impl Tree {
         }
         for input in inputs {
             if let Input::Mail { mail } = input {
-                entry.unread.retain(|unread| unread.id != mail.id);
+                entry.unread.count(mail, false);
+                #[cfg(test)]
+                if let Some(mails) = self.mails.get_mut(path) {
+                    mails.retain(|held| held.id != mail.id);
+                }
                 effects.push(Effect::Event(Event::MailDelivered {
                     id: mail.id,
                     recipient: path.clone(),
@@ -324,12 +328,19 @@ impl Tree {
                     .is_some_and(|entry| entry.status == AgentStatus::AwaitingApproval)
             })
             .cloned();
+        let mut from: Vec<AgentPath> = Vec::new();
+        for author in &request.unread_from {
+            if targets.contains(author) && !from.contains(author) {
+                from.push(author.clone());
+            }
+        }
         let wait = Wait {
             targets,
             all: request.all,
             awakeable: request.awakeable.clone(),
             busy,
             approving,
+            from,
         };
         if let Some(message) = self.wait_over(&request.caller, &wait) {
             return (WaitNow::Done { message }, Vec::new());

@@ -47,7 +47,7 @@ impl Tree {
             status: AgentStatus::PendingInit,
             open: Some(true),
             busy: false,
-            unread: Vec::new(),
+            unread: super::Unread::default(),
             interrupt: false,
             internal: true,
             turns: 0,

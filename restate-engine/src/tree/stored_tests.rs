@@ -133,22 +133,17 @@ fn spawn(twin: &mut Twin, caller: &'static str, name: &'static str) {
 }
 
 fn drain(twin: &mut Twin, at: &'static str) {
-    twin.op(|tree, _| {
-        let inputs: Vec<Input> = tree
-            .agents
-            .get(&path(at))
-            .map(|entry| entry.unread.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|unread| {
-                let mut mail =
-                    arbor_protocol::Mail::new(unread.author, path(at), unread.kind, String::new());
-                mail.id = unread.id;
-                Input::Mail { mail }
-            })
-            .collect();
-        ((), tree.drained(&path(at), &inputs, true))
-    });
+    // The inbox's mail, as the engine reads it from the inbox's keys.
+    let inputs: Vec<Input> = twin
+        .whole
+        .mails
+        .get(&path(at))
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mail| Input::Mail { mail })
+        .collect();
+    twin.op(|tree, _| ((), tree.drained(&path(at), &inputs, true)));
 }
 
 fn end(twin: &mut Twin, at: &'static str) -> Vec<Effect> {
@@ -183,6 +178,7 @@ fn a_tree_stored_apart_decides_as_one_held_whole_and_reads_only_what_it_touches(
             targets: Vec::new(),
             all: true,
             awakeable: "all".into(),
+            unread_from: Vec::new(),
         })
     });
     // A child's turn ends: the child and its parent are what it reads, not its siblings.

@@ -64,20 +64,13 @@ fn end(tree: &mut Tree, at: &str, message: &str) -> Vec<Effect> {
 }
 
 fn drain(tree: &mut Tree, at: &str) -> Vec<Effect> {
-    let entry = tree.agents.get(&path(at)).expect("agent").clone();
-    let inputs: Vec<Input> = entry
-        .unread
-        .iter()
-        .map(|unread| {
-            let mut mail = arbor_protocol::Mail::new(
-                unread.author.clone(),
-                path(at),
-                unread.kind,
-                String::new(),
-            );
-            mail.id = unread.id;
-            Input::Mail { mail }
-        })
+    let inputs: Vec<Input> = tree
+        .mails
+        .get(&path(at))
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mail| Input::Mail { mail })
         .collect();
     tree.drained(&path(at), &inputs, true)
 }
@@ -126,8 +119,8 @@ fn spawn_checks_every_rule_where_the_edge_is_made() {
     let a = tree.agents.get(&path("/root/a")).expect("a");
     assert_eq!(a.status, AgentStatus::PendingInit);
     assert!(a.busy);
-    assert_eq!(a.unread.len(), 1);
-    assert_eq!(a.unread[0].kind, MailKind::Spawn);
+    assert_eq!(a.unread.mails, 1);
+    assert_eq!(tree.mails[&path("/root/a")][0].kind, MailKind::Spawn);
 }
 
 #[test]
@@ -140,6 +133,7 @@ fn a_result_is_delivered_before_the_status_and_ends_a_wait_for_all() {
         targets: Vec::new(),
         all: true,
         awakeable: "awk".into(),
+        unread_from: Vec::new(),
     };
     assert_eq!(tree.wait(&request).0, WaitNow::Registered);
     assert_eq!(tree.agents[&AgentPath::root()].status, AgentStatus::Waiting);
@@ -277,6 +271,7 @@ fn an_interrupt_ends_a_wait_and_stops_the_turn_at_its_next_boundary() {
         targets: vec!["a".into()],
         all: true,
         awakeable: "awk".into(),
+        unread_from: Vec::new(),
     };
     assert_eq!(tree.wait(&request).0, WaitNow::Registered);
     let interrupt = CloseRequest {
