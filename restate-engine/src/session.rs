@@ -21,13 +21,11 @@ use crate::wire::{
     TurnEnded, WaitNow, WaitRequest,
 };
 use apply::{
-    Inboxes, apply, fresh, inbox, inbox_key, input_key, load, load_all, load_misses, operate,
-    operate_given, read, read_inboxes, unknown,
+    Inboxes, apply, entry_key, fresh, inbox, inbox_key, input_key, load, load_all, load_misses,
+    operate, operate_given, read, read_inboxes, unknown,
 };
 
 const TREE: &str = "tree";
-/// What the follower reads of the session ([`Summary`]).
-const SUMMARY: &str = "summary";
 /// The nicknames drawn so far (read and written by registrations only).
 const NICKNAMES: &str = "nicknames";
 
@@ -268,10 +266,16 @@ impl Session {
     /// answer; what the follower reads between pages of `Events`.
     #[handler]
     async fn summary(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<Json<Summary>> {
-        match ctx.get::<Json<Summary>>(SUMMARY).await? {
-            Some(summary) => Ok(summary),
-            None => Err(unknown(ctx.key())),
-        }
+        let Some(tree) = ctx.get::<Json<Tree>>(TREE).await? else {
+            return Err(unknown(ctx.key()));
+        };
+        let mut tree = tree.into_inner();
+        let root = ctx
+            .get::<Json<crate::tree::Entry>>(&entry_key(&AgentPath::root()))
+            .await?
+            .map(Json::into_inner);
+        tree.agents.load(AgentPath::root(), root);
+        Ok(Json(tree.summary()))
     }
 
     /// The agents, as `arbor agents --json` lists them.

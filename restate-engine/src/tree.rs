@@ -101,10 +101,26 @@ impl Unread {
     }
 }
 
+impl Wait {
+    /// Whether the wait of `caller` is on `path`.
+    pub fn names(&self, caller: &AgentPath, path: &AgentPath) -> bool {
+        if self.children {
+            path.parent().as_ref() == Some(caller) && *path != guardian_path()
+        } else {
+            self.targets.contains(path)
+        }
+    }
+}
+
 /// A blocked `wait_agent` call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Wait {
+    /// The targets the model named (empty when it named none: see `children`).
     pub targets: Vec<AgentPath>,
+    /// It waits for the caller's open children (the guardian aside), which are not listed:
+    /// the caller, blocked in the wait, can make no new ones.
+    #[serde(default)]
+    pub children: bool,
     pub all: bool,
     pub awakeable: String,
     /// How many targets owe a turn (kept as their turns start and end).
@@ -324,7 +340,7 @@ impl Tree {
             parent.busy_children = u32::try_from(step(parent.busy_children as usize)).unwrap_or(0);
         }
         for (caller, wait) in &mut self.waits {
-            if wait.targets.contains(path) {
+            if wait.names(caller, path) {
                 wait.busy = step(wait.busy);
                 self.checks.insert(caller.clone());
             }
@@ -334,7 +350,7 @@ impl Tree {
     /// `path` now waits for an approval: the waits that name it are over.
     fn approving(&mut self, path: &AgentPath) {
         for (caller, wait) in &mut self.waits {
-            if wait.targets.contains(path) && wait.approving.is_none() {
+            if wait.names(caller, path) && wait.approving.is_none() {
                 wait.approving = Some(path.clone());
                 self.checks.insert(caller.clone());
             }
@@ -364,7 +380,7 @@ impl Tree {
         if let Some(entry) = self.agents.get_mut(&mail.recipient) {
             entry.unread.count(&mail, true);
             if let Some(wait) = self.waits.get_mut(&mail.recipient)
-                && wait.targets.contains(&mail.author)
+                && wait.names(&mail.recipient, &mail.author)
                 && !wait.from.contains(&mail.author)
             {
                 wait.from.push(mail.author.clone());
@@ -473,8 +489,8 @@ impl Tree {
             if wait.busy > 0 {
                 return None;
             }
-            let states = wait
-                .targets
+            let states = self
+                .wait_targets(&caller.path, wait)
                 .iter()
                 .map(|target| {
                     let status = self

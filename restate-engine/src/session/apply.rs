@@ -9,7 +9,7 @@ use std::time::Duration;
 use arbor_protocol::{AgentPath, Event, EventLine, Timestamp};
 use restate_sdk::prelude::*;
 
-use super::{SUMMARY, SessionClient, TREE, agent_key};
+use super::{SessionClient, TREE, agent_key};
 use crate::agent::AgentClient;
 use crate::events::{EventsClient, chunk_key};
 use crate::tree::{Effect, Entry, Fresh, Misses, Tree};
@@ -243,10 +243,11 @@ pub(super) fn apply(
     }
     for entry in tree.agents.changed() {
         ctx.set(&entry_key(&entry.path), Json(entry.clone()));
+    }
+    for entry in tree.agents.inserted() {
         ctx.set(&thread_key(&entry.thread_id), Json(entry.path.clone()));
     }
     ctx.set(TREE, Json(tree.clone()));
-    ctx.set(SUMMARY, Json(tree.summary()));
 }
 
 /// The next event line of the session.

@@ -23,6 +23,8 @@ pub struct Agents {
     /// Every entry is here (a tree made in memory): nothing is missed.
     complete: bool,
     changed: BTreeSet<AgentPath>,
+    /// Agents made by this operation (their thread ids are new).
+    inserted: BTreeSet<AgentPath>,
     missed: RefCell<Misses>,
 }
 
@@ -120,7 +122,15 @@ impl Agents {
         self.threads
             .insert(entry.thread_id.clone(), Some(path.clone()));
         self.changed.insert(path.clone());
+        self.inserted.insert(path.clone());
         self.loaded.insert(path, Some(entry));
+    }
+
+    /// The agents made since the tree was loaded (their thread ids to be stored).
+    pub fn inserted(&self) -> impl Iterator<Item = &Entry> {
+        self.inserted
+            .iter()
+            .filter_map(|path| self.loaded.get(path).and_then(Option::as_ref))
     }
 
     /// What the operation asked for and did not find loaded, cleared.

@@ -383,7 +383,11 @@ fn the_guardian_reviews_one_request_per_turn_and_stays_internal() {
         unread_from: Vec::new(),
     };
     assert_eq!(tree.wait(&wait).0, WaitNow::Registered);
-    assert_eq!(tree.waits[&AgentPath::root()].targets, [path("/root/w")]);
+    let wait = &tree.waits[&AgentPath::root()];
+    assert_eq!(
+        tree.wait_targets(&AgentPath::root(), wait),
+        [path("/root/w")]
+    );
 }
 
 #[test]

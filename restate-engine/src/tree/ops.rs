@@ -281,22 +281,39 @@ impl Tree {
         effects
     }
 
+    /// What the wait of `caller` is on: its targets, or its open children (the guardian
+    /// aside).
+    pub fn wait_targets(&self, caller: &AgentPath, wait: &Wait) -> Vec<AgentPath> {
+        if !wait.children {
+            return wait.targets.clone();
+        }
+        let children = self
+            .agents
+            .get(caller)
+            .map(|entry| entry.children.clone())
+            .unwrap_or_default();
+        children
+            .iter()
+            .filter_map(|child| self.agents.get(child))
+            .filter(|entry| entry.is_open() && entry.role != arbor_roles::GUARDIAN_ROLE)
+            .map(|entry| entry.path.clone())
+            .collect()
+    }
+
     /// `wait_agent`: over now, or registered for the session to answer later.
     pub fn wait(&mut self, request: &WaitRequest) -> (WaitNow, Vec<Effect>) {
         let mut targets = Vec::new();
         if request.targets.is_empty() {
-            let children = self
-                .agents
-                .get(&request.caller)
-                .map(|entry| entry.children.clone())
-                .unwrap_or_default();
-            targets.extend(
-                children
-                    .iter()
-                    .filter_map(|child| self.agents.get(child))
-                    .filter(|entry| entry.is_open() && entry.role != arbor_roles::GUARDIAN_ROLE)
-                    .map(|entry| entry.path.clone()),
-            );
+            let children = Wait {
+                targets: Vec::new(),
+                children: true,
+                all: request.all,
+                awakeable: String::new(),
+                busy: 0,
+                approving: None,
+                from: Vec::new(),
+            };
+            targets = self.wait_targets(&request.caller, &children);
         } else {
             for name in &request.targets {
                 match self.resolve(&request.caller, name) {
@@ -334,8 +351,11 @@ impl Tree {
                 from.push(author.clone());
             }
         }
+        // A wait for the children keeps no list of them.
+        let children = request.targets.is_empty();
         let wait = Wait {
-            targets,
+            targets: if children { Vec::new() } else { targets },
+            children,
             all: request.all,
             awakeable: request.awakeable.clone(),
             busy,

@@ -13,7 +13,8 @@ use crate::wire::{
     WaitRequest,
 };
 
-/// The keys a `Session` object would hold: the tree's small part, each agent, thread ids.
+/// The keys a `Session` object would hold: the tree's small part, the nicknames drawn, each
+/// agent, thread ids.
 #[derive(Default)]
 struct Store {
     keys: HashMap<String, Value>,
@@ -22,6 +23,7 @@ struct Store {
 impl Store {
     fn save(&mut self, tree: &Tree) {
         self.keys.insert("tree".into(), json(tree));
+        self.keys.insert("nicknames".into(), json(&tree.nicknames));
         for entry in tree.agents.changed() {
             self.keys
                 .insert(format!("agent{}", entry.path), json(entry));
@@ -30,9 +32,11 @@ impl Store {
         }
     }
 
-    /// The tree's small part, nothing loaded.
+    /// The tree's small part and the nicknames drawn, no agent loaded.
     fn tree(&self) -> Tree {
-        serde_json::from_value(self.keys["tree"].clone()).expect("tree")
+        let mut tree: Tree = serde_json::from_value(self.keys["tree"].clone()).expect("tree");
+        tree.nicknames = serde_json::from_value(self.keys["nicknames"].clone()).expect("nicknames");
+        tree
     }
 
     /// Loads `misses` into `tree`; how many agents that read.
