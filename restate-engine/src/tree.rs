@@ -57,9 +57,6 @@ pub struct Entry {
     /// Consecutive denials of its requests the guardian reviewed: (turn, count).
     #[serde(default)]
     pub streak: (u64, u32),
-    /// Its children (the guardian aside), in creation order.
-    #[serde(default)]
-    pub children: Vec<AgentPath>,
     /// How many of its children (the guardian aside) owe a turn.
     #[serde(default)]
     pub busy_children: u32,
@@ -248,7 +245,6 @@ impl Tree {
             internal: false,
             turns: 0,
             streak: (0, 0),
-            children: Vec::new(),
             busy_children: 0,
         };
         let mut tree = Self {

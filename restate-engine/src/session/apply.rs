@@ -25,6 +25,11 @@ pub(super) fn entry_key(path: &AgentPath) -> String {
     format!("agent{path}")
 }
 
+/// The state key of the children of the agent at `path`.
+fn children_key(path: &AgentPath) -> String {
+    format!("children{path}")
+}
+
 /// The state key naming the path of thread `id`.
 fn thread_key(id: &str) -> String {
     format!("thread{id}")
@@ -48,7 +53,7 @@ pub(super) async fn load(ctx: &ObjectContext<'_>, key: &str) -> Result<Tree, Han
     };
     let misses = Misses {
         paths: [AgentPath::root()].into(),
-        threads: Default::default(),
+        ..Misses::default()
     };
     load_misses(ctx, &mut tree, misses).await?;
     Ok(tree)
@@ -66,6 +71,14 @@ pub(super) async fn load_misses(
             .await?
             .map(Json::into_inner);
         tree.agents.load_thread(thread, path);
+    }
+    for path in misses.children {
+        let children = ctx
+            .get::<Json<Vec<AgentPath>>>(&children_key(&path))
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        tree.agents.load_children(path, children);
     }
     for path in misses.paths {
         let entry = ctx
@@ -106,7 +119,7 @@ pub(super) async fn load_all(ctx: &ObjectContext<'_>, tree: &mut Tree) -> Result
         .collect();
     let misses = Misses {
         paths,
-        threads: Default::default(),
+        ..Misses::default()
     };
     load_misses(ctx, tree, misses).await
 }
@@ -243,6 +256,9 @@ pub(super) fn apply(
     }
     for entry in tree.agents.changed() {
         ctx.set(&entry_key(&entry.path), Json(entry.clone()));
+    }
+    for (path, children) in tree.agents.changed_children() {
+        ctx.set(&children_key(path), Json(children.clone()));
     }
     for entry in tree.agents.inserted() {
         ctx.set(&thread_key(&entry.thread_id), Json(entry.path.clone()));

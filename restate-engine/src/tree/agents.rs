@@ -25,6 +25,10 @@ pub struct Agents {
     changed: BTreeSet<AgentPath>,
     /// Agents made by this operation (their thread ids are new).
     inserted: BTreeSet<AgentPath>,
+    /// Each agent's children (the guardian aside), in creation order: a key of their own
+    /// (`children<path>`), read only by spawns, waits for children and closes.
+    children: BTreeMap<AgentPath, Vec<AgentPath>>,
+    children_changed: BTreeSet<AgentPath>,
     missed: RefCell<Misses>,
 }
 
@@ -33,11 +37,13 @@ pub struct Agents {
 pub struct Misses {
     pub paths: BTreeSet<AgentPath>,
     pub threads: BTreeSet<String>,
+    /// Agents whose children were asked for.
+    pub children: BTreeSet<AgentPath>,
 }
 
 impl Misses {
     pub fn is_empty(&self) -> bool {
-        self.paths.is_empty() && self.threads.is_empty()
+        self.paths.is_empty() && self.threads.is_empty() && self.children.is_empty()
     }
 }
 
@@ -124,6 +130,44 @@ impl Agents {
         self.changed.insert(path.clone());
         self.inserted.insert(path.clone());
         self.loaded.insert(path, Some(entry));
+    }
+
+    /// The children of `path` read from their key.
+    pub fn load_children(&mut self, path: AgentPath, children: Vec<AgentPath>) {
+        self.children.insert(path, children);
+    }
+
+    /// The children of `path` (the guardian aside), in creation order.
+    pub fn children_of(&self, path: &AgentPath) -> Vec<AgentPath> {
+        match self.children.get(path) {
+            Some(children) => children.clone(),
+            None => {
+                if !self.complete {
+                    self.missed.borrow_mut().children.insert(path.clone());
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// `child` is one of `parent`'s children (once, however often its path is taken).
+    pub fn add_child(&mut self, parent: &AgentPath, child: &AgentPath) {
+        if !self.complete && !self.children.contains_key(parent) {
+            self.missed.borrow_mut().children.insert(parent.clone());
+            return;
+        }
+        let children = self.children.entry(parent.clone()).or_default();
+        if !children.contains(child) {
+            children.push(child.clone());
+            self.children_changed.insert(parent.clone());
+        }
+    }
+
+    /// The children lists changed since the tree was loaded, to be stored.
+    pub fn changed_children(&self) -> impl Iterator<Item = (&AgentPath, &Vec<AgentPath>)> {
+        self.children_changed
+            .iter()
+            .filter_map(|path| self.children.get(path).map(|children| (path, children)))
     }
 
     /// The agents made since the tree was loaded (their thread ids to be stored).

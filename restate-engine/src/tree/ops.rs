@@ -81,16 +81,11 @@ impl Tree {
             internal: false,
             turns: 0,
             streak: (0, 0),
-            children: Vec::new(),
             busy_children: 0,
         };
         // A path a closed agent left is taken again: the old agent was counted idle.
         self.agents.insert(entry);
-        if let Some(parent) = self.agents.get_mut(&request.caller)
-            && !parent.children.contains(&path)
-        {
-            parent.children.push(path.clone());
-        }
+        self.agents.add_child(&request.caller, &path);
         self.set_busy(&path, true);
         effects.push(Effect::Event(Event::AgentSpawned {
             path: path.clone(),
@@ -287,12 +282,8 @@ impl Tree {
         if !wait.children {
             return wait.targets.clone();
         }
-        let children = self
-            .agents
-            .get(caller)
-            .map(|entry| entry.children.clone())
-            .unwrap_or_default();
-        children
+        self.agents
+            .children_of(caller)
             .iter()
             .filter_map(|child| self.agents.get(child))
             .filter(|entry| entry.is_open() && entry.role != arbor_roles::GUARDIAN_ROLE)
@@ -438,7 +429,7 @@ impl Tree {
         let mut stack = vec![target.path.clone()];
         while let Some(path) = stack.pop() {
             if let Some(entry) = self.agents.get(&path) {
-                stack.extend(entry.children.iter().rev().cloned());
+                stack.extend(self.agents.children_of(&path).into_iter().rev());
                 if entry.status != AgentStatus::Closed {
                     closing.push(path);
                 }

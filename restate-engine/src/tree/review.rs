@@ -52,7 +52,6 @@ impl Tree {
             internal: true,
             turns: 0,
             streak: (0, 0),
-            children: Vec::new(),
             busy_children: 0,
         };
         self.agents.insert(entry);

@@ -14,7 +14,7 @@ use crate::wire::{
 };
 
 /// The keys a `Session` object would hold: the tree's small part, the nicknames drawn, each
-/// agent, thread ids.
+/// agent, its children, thread ids.
 #[derive(Default)]
 struct Store {
     keys: HashMap<String, Value>,
@@ -24,6 +24,9 @@ impl Store {
     fn save(&mut self, tree: &Tree) {
         self.keys.insert("tree".into(), json(tree));
         self.keys.insert("nicknames".into(), json(&tree.nicknames));
+        for (path, children) in tree.agents.changed_children() {
+            self.keys.insert(format!("children{path}"), json(children));
+        }
         for entry in tree.agents.changed() {
             self.keys
                 .insert(format!("agent{}", entry.path), json(entry));
@@ -47,6 +50,14 @@ impl Store {
                 .get(&format!("thread{thread}"))
                 .map(|value| serde_json::from_value(value.clone()).expect("path"));
             tree.agents.load_thread(thread, path);
+        }
+        for path in misses.children {
+            let children = self
+                .keys
+                .get(&format!("children{path}"))
+                .map(|value| serde_json::from_value(value.clone()).expect("children"))
+                .unwrap_or_default();
+            tree.agents.load_children(path, children);
         }
         let read = misses.paths.len();
         for path in misses.paths {
