@@ -79,7 +79,9 @@ impl Session {
             .map(Json::into_inner)
             .unwrap_or_default();
         let mut nicknames = Vec::new();
-        let replies = operate_given(&ctx, given, events, |tree, fresh| {
+        let caller = spawns.first().map(|spawn| spawn.caller.clone());
+        let hints: Vec<&AgentPath> = caller.iter().collect();
+        let replies = operate_given(&ctx, given, events, &hints, |tree, fresh| {
             // Each run of the operation (again after a miss) starts from the names stored.
             tree.nicknames = drawn.clone();
             let mut replies = Vec::new();
@@ -104,7 +106,10 @@ impl Session {
         request: Json<MailRequest>,
     ) -> HandlerResult<Json<ToolReply>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, fresh| tree.mail(&request, fresh)).await?;
+        let reply = operate(&ctx, &[&request.author], |tree, fresh| {
+            tree.mail(&request, fresh)
+        })
+        .await?;
         Ok(Json(reply))
     }
 
@@ -117,7 +122,7 @@ impl Session {
         request: Json<DrainRequest>,
     ) -> HandlerResult<Json<DrainReply>> {
         let request = request.into_inner();
-        let mut base = load(&ctx, ctx.key()).await?;
+        let mut base = load(&ctx, ctx.key(), &[&request.path]).await?;
         let fresh = match request.fresh.clone() {
             Some(fresh) => fresh,
             None => fresh(&ctx).await?,
@@ -193,7 +198,7 @@ impl Session {
     #[handler]
     async fn record(&self, ctx: ObjectContext<'_>, events: Json<Vec<Event>>) -> HandlerResult<()> {
         let events = events.into_inner();
-        operate_given(&ctx, None, events, |_, _| ((), Vec::new())).await
+        operate_given(&ctx, None, events, &[], |_, _| ((), Vec::new())).await
     }
 
     #[handler]
@@ -204,7 +209,11 @@ impl Session {
     ) -> HandlerResult<()> {
         let mut ended = ended.into_inner();
         let (given, events) = (ended.fresh.take(), std::mem::take(&mut ended.events));
-        operate_given(&ctx, given, events, |tree, fresh| {
+        let path = ended.path.clone();
+        let parent = path.parent();
+        let mut hints = vec![&path];
+        hints.extend(parent.as_ref());
+        operate_given(&ctx, given, events, &hints, |tree, fresh| {
             ((), tree.turn_ended(&ended, fresh))
         })
         .await
@@ -226,14 +235,14 @@ impl Session {
                 Input::User { .. } => None,
             })
             .collect();
-        let now = operate(&ctx, |tree, _| tree.wait(&request)).await?;
+        let now = operate(&ctx, &[&request.caller], |tree, _| tree.wait(&request)).await?;
         Ok(Json(now))
     }
 
     #[handler]
     async fn unwait(&self, ctx: ObjectContext<'_>, caller: Json<AgentPath>) -> HandlerResult<()> {
         let caller = caller.into_inner();
-        operate(&ctx, |tree, _| {
+        operate(&ctx, &[&caller], |tree, _| {
             tree.unwait(&caller);
             ((), Vec::new())
         })
@@ -247,7 +256,7 @@ impl Session {
         request: Json<CloseRequest>,
     ) -> HandlerResult<Json<ToolReply>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, _| tree.close(&request)).await?;
+        let reply = operate(&ctx, &[&request.caller], |tree, _| tree.close(&request)).await?;
         Ok(Json(reply))
     }
 
@@ -258,7 +267,7 @@ impl Session {
         request: Json<CloseRequest>,
     ) -> HandlerResult<Json<ToolReply>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, _| tree.interrupt(&request)).await?;
+        let reply = operate(&ctx, &[&request.caller], |tree, _| tree.interrupt(&request)).await?;
         Ok(Json(reply))
     }
 
@@ -281,7 +290,7 @@ impl Session {
     /// The agents, as `arbor agents --json` lists them.
     #[handler]
     async fn agents(&self, ctx: ObjectContext<'_>) -> HandlerResult<Json<Vec<AgentRow>>> {
-        let mut tree = load(&ctx, ctx.key()).await?;
+        let mut tree = load(&ctx, ctx.key(), &[]).await?;
         load_all(&ctx, &mut tree).await?;
         Ok(Json(tree.rows()))
     }
@@ -295,7 +304,10 @@ impl Session {
         request: Json<ApprovalRequest>,
     ) -> HandlerResult<Json<ApprovalReply>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, fresh| tree.request_approval(&request, fresh)).await?;
+        let reply = operate(&ctx, &[&request.path], |tree, fresh| {
+            tree.request_approval(&request, fresh)
+        })
+        .await?;
         Ok(Json(reply))
     }
 
@@ -307,7 +319,7 @@ impl Session {
         request: Json<AnswerRequest>,
     ) -> HandlerResult<Json<Result<AnswerReply, String>>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, _| tree.answer(&request)).await?;
+        let reply = operate(&ctx, &[], |tree, _| tree.answer(&request)).await?;
         Ok(Json(reply))
     }
 
@@ -315,7 +327,7 @@ impl Session {
     #[handler]
     async fn timer(&self, ctx: ObjectContext<'_>, timer: Json<Timer>) -> HandlerResult<()> {
         let timer = timer.into_inner();
-        operate(&ctx, |tree, _| ((), tree.timer(&timer))).await
+        operate(&ctx, &[], |tree, _| ((), tree.timer(&timer))).await
     }
 
     /// `arbor send` and `arbor followup`: mail from `/root`.
@@ -326,7 +338,7 @@ impl Session {
         request: Json<OutsideMail>,
     ) -> HandlerResult<Json<Result<SentMail, String>>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, fresh| tree.send_outside(&request, fresh)).await?;
+        let reply = operate(&ctx, &[], |tree, fresh| tree.send_outside(&request, fresh)).await?;
         Ok(Json(reply))
     }
 
@@ -338,7 +350,7 @@ impl Session {
         request: Json<ResumeRequest>,
     ) -> HandlerResult<Json<ResumeReply>> {
         let request = request.into_inner();
-        let reply = operate(&ctx, |tree, _| tree.resume(&request)).await?;
+        let reply = operate(&ctx, &[], |tree, _| tree.resume(&request)).await?;
         Ok(Json(reply))
     }
 
@@ -362,7 +374,7 @@ impl Session {
         ctx: ObjectContext<'_>,
         target: Json<String>,
     ) -> HandlerResult<Json<Result<InboxReply, String>>> {
-        let mut tree = load(&ctx, ctx.key()).await?;
+        let mut tree = load(&ctx, ctx.key(), &[]).await?;
         let target = target.into_inner();
         let found = read(&ctx, &mut tree, |tree| {
             tree.find_agent(&target).map(|entry| entry.path.clone())

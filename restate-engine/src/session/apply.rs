@@ -3,7 +3,7 @@
 //! the inbox counters its effects append to, and carrying the effects out in order (inboxes,
 //! wakes, closes, awakeables, timers, events) before storing the tree and the changed agents.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
 use arbor_protocol::{AgentPath, Event, EventLine, Timestamp};
@@ -45,47 +45,67 @@ pub(super) fn input_key(path: &AgentPath, n: u64) -> String {
     format!("inbox{path}#{n}")
 }
 
-/// The tree's small part with the root loaded.
-pub(super) async fn load(ctx: &ObjectContext<'_>, key: &str) -> Result<Tree, HandlerError> {
-    let mut tree = match ctx.get::<Json<Tree>>(TREE).await? {
+/// The tree's small part with the root loaded, and the agents of `hints` (those the
+/// operation will read, when the request names them): one round trip, every read sent
+/// before the first answer is awaited.
+pub(super) async fn load(
+    ctx: &ObjectContext<'_>,
+    key: &str,
+    hints: &[&AgentPath],
+) -> Result<Tree, HandlerError> {
+    let tree = ctx.get::<Json<Tree>>(TREE);
+    let mut paths: BTreeSet<AgentPath> = [AgentPath::root()].into();
+    paths.extend(hints.iter().map(|path| (*path).clone()));
+    let keys: Vec<String> = paths.iter().map(entry_key).collect();
+    let entries: Vec<_> = keys.iter().map(|key| ctx.get::<Json<Entry>>(key)).collect();
+    let mut tree = match tree.await? {
         Some(tree) => tree.into_inner(),
         None => return Err(unknown(key)),
     };
-    let misses = Misses {
-        paths: [AgentPath::root()].into(),
-        ..Misses::default()
-    };
-    load_misses(ctx, &mut tree, misses).await?;
+    for (path, entry) in paths.into_iter().zip(entries) {
+        tree.agents.load(path, entry.await?.map(Json::into_inner));
+    }
     Ok(tree)
 }
 
-/// Loads what an operation missed: the paths of thread ids first, then the agents.
+/// Loads what an operation missed: the paths of thread ids first (an agent they name is
+/// missed by the next run), then the children lists and the agents, every read of the batch
+/// sent before the first answer is awaited (one round trip).
 pub(super) async fn load_misses(
     ctx: &ObjectContext<'_>,
     tree: &mut Tree,
     misses: Misses,
 ) -> Result<(), HandlerError> {
-    for thread in misses.threads {
-        let path = ctx
-            .get::<Json<AgentPath>>(&thread_key(&thread))
-            .await?
-            .map(Json::into_inner);
-        tree.agents.load_thread(thread, path);
+    let Misses {
+        paths,
+        threads,
+        children,
+    } = misses;
+    let thread_keys: Vec<String> = threads.iter().map(|id| thread_key(id)).collect();
+    let children_keys: Vec<String> = children.iter().map(children_key).collect();
+    let entry_keys: Vec<String> = paths.iter().map(entry_key).collect();
+    let thread_gets: Vec<_> = thread_keys
+        .iter()
+        .map(|key| ctx.get::<Json<AgentPath>>(key))
+        .collect();
+    let children_gets: Vec<_> = children_keys
+        .iter()
+        .map(|key| ctx.get::<Json<Vec<AgentPath>>>(key))
+        .collect();
+    let entry_gets: Vec<_> = entry_keys
+        .iter()
+        .map(|key| ctx.get::<Json<Entry>>(key))
+        .collect();
+    for (thread, get) in threads.into_iter().zip(thread_gets) {
+        tree.agents
+            .load_thread(thread, get.await?.map(Json::into_inner));
     }
-    for path in misses.children {
-        let children = ctx
-            .get::<Json<Vec<AgentPath>>>(&children_key(&path))
-            .await?
-            .map(Json::into_inner)
-            .unwrap_or_default();
+    for (path, get) in children.into_iter().zip(children_gets) {
+        let children = get.await?.map(Json::into_inner).unwrap_or_default();
         tree.agents.load_children(path, children);
     }
-    for path in misses.paths {
-        let entry = ctx
-            .get::<Json<Entry>>(&entry_key(&path))
-            .await?
-            .map(Json::into_inner);
-        tree.agents.load(path, entry);
+    for (path, get) in paths.into_iter().zip(entry_gets) {
+        tree.agents.load(path, get.await?.map(Json::into_inner));
     }
     Ok(())
 }
@@ -176,9 +196,11 @@ pub(super) async fn inbox(
     path: &AgentPath,
 ) -> Result<(Vec<Input>, (u64, u64)), HandlerError> {
     let (head, tail) = inbox_counters(ctx, path).await?;
+    let keys: Vec<String> = (head..tail).map(|n| input_key(path, n)).collect();
+    let gets: Vec<_> = keys.iter().map(|key| ctx.get::<Json<Input>>(key)).collect();
     let mut inputs = Vec::new();
-    for n in head..tail {
-        if let Some(input) = ctx.get::<Json<Input>>(&input_key(path, n)).await? {
+    for get in gets {
+        if let Some(input) = get.await? {
             inputs.push(input.into_inner());
         }
     }
@@ -191,13 +213,22 @@ pub(super) async fn read_inboxes(
     ctx: &ObjectContext<'_>,
     effects: &[Effect],
 ) -> Result<Inboxes, HandlerError> {
-    let mut read = Inboxes::new();
+    let mut paths: Vec<&AgentPath> = Vec::new();
     for effect in effects {
         if let Effect::Deliver(path, _) = effect
-            && !read.contains_key(path)
+            && !paths.contains(&path)
         {
-            read.insert(path.clone(), inbox_counters(ctx, path).await?);
+            paths.push(path);
         }
+    }
+    let keys: Vec<String> = paths.iter().map(|path| inbox_key(path)).collect();
+    let gets: Vec<_> = keys
+        .iter()
+        .map(|key| ctx.get::<Json<(u64, u64)>>(key))
+        .collect();
+    let mut read = Inboxes::new();
+    for (path, get) in paths.into_iter().zip(gets) {
+        read.insert(path.clone(), get.await?.map_or((0, 0), Json::into_inner));
     }
     Ok(read)
 }
@@ -298,24 +329,27 @@ fn send_lines(ctx: &ObjectContext<'_>, session: &str, lines: Vec<EventLine>) {
     }
 }
 
-/// Loads the tree, runs `op` (again, with what it missed loaded, until it misses nothing),
+/// Loads the tree (with the agents of `hints`), runs `op` (again, with what it missed loaded, until it misses nothing),
 /// carries out its effects.
 pub(super) async fn operate<R>(
     ctx: &ObjectContext<'_>,
+    hints: &[&AgentPath],
     op: impl FnMut(&mut Tree, &Fresh) -> (R, Vec<Effect>),
 ) -> Result<R, HandlerError> {
-    operate_given(ctx, None, Vec::new(), op).await
+    operate_given(ctx, None, Vec::new(), hints, op).await
 }
 
 /// [`operate`] with the fresh values the caller's journaled step made (when it sent them: no
-/// step of the session's own then) and the caller's events, recorded first.
+/// step of the session's own then) and the caller's events, recorded first. `hints` are the
+/// agents the operation is known to read, loaded with the tree.
 pub(super) async fn operate_given<R>(
     ctx: &ObjectContext<'_>,
     given: Option<Fresh>,
     events: Vec<Event>,
+    hints: &[&AgentPath],
     mut op: impl FnMut(&mut Tree, &Fresh) -> (R, Vec<Effect>),
 ) -> Result<R, HandlerError> {
-    let mut base = load(ctx, ctx.key()).await?;
+    let mut base = load(ctx, ctx.key(), hints).await?;
     let fresh = match given {
         Some(fresh) => fresh,
         None => fresh(ctx).await?,
