@@ -7,6 +7,7 @@ mod agents;
 #[cfg(test)]
 mod approval_tests;
 mod approvals;
+mod handover;
 mod listing;
 mod ops;
 mod outside;
@@ -202,6 +203,8 @@ pub enum Effect {
     Deliver(AgentPath, crate::wire::Input),
     /// Send `Agent/wake` to the agent (one-way).
     Wake(AgentPath),
+    /// Send `Agent/wake` with the inputs its turn starts from, taken already (one-way).
+    HandOver(AgentPath, Vec<crate::wire::Input>),
     /// Tell the agent object it is closed (one-way).
     Close(AgentPath),
     /// Resolve a waiting turn's awakeable with the wait's message.

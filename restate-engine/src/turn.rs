@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::agent::{CLOSED, HISTORY, META, SERVED, THREAD, TURNS};
 use crate::session::{SessionClient, agent_key};
 use crate::wire::{
-    AgentMeta, DrainRequest, Fresh, Input, SessionConfig, TurnEnded, TurnMark, TurnOutcome,
-    WakeRequest,
+    AgentMeta, DrainReply, DrainRequest, Fresh, Input, SessionConfig, TurnEnded, TurnMark,
+    TurnOutcome, WakeRequest,
 };
 use crate::worker::Worker;
 
@@ -133,7 +133,11 @@ pub async fn run(
         .map(Json::into_inner)
         .unwrap_or_default();
     let mut served = usize::try_from(ctx.get::<u64>(SERVED).await?.unwrap_or(0)).unwrap_or(0);
-    let WakeRequest { meta, config } = request;
+    let WakeRequest {
+        meta,
+        config,
+        inputs,
+    } = request;
     let turn = Turn {
         worker,
         ctx,
@@ -150,7 +154,7 @@ pub async fn run(
     let started_ms = clock(ctx).await?;
     let start = history.len();
     let mut mails = Vec::new();
-    let outcome = turn_loop(&turn, &mut history, &mut served, &mut mails).await?;
+    let outcome = turn_loop(&turn, inputs, &mut history, &mut served, &mut mails).await?;
     let end = turn.fresh_one().await?;
     if outcome.is_some() || history.len() > start {
         turns.push(TurnMark {
@@ -214,29 +218,28 @@ async fn clock(ctx: &ObjectContext<'_>) -> Result<i64, HandlerError> {
     Ok(now)
 }
 
-/// The request loop; `None` when the agent was closed (the session knows already).
+/// The request loop; `None` when the agent was closed (the session knows already). Its first
+/// request takes the inputs handed over with the wake, when there are any (the session has
+/// started the turn then); every other request takes the inbox from the session.
 async fn turn_loop(
     turn: &Turn<'_>,
+    handed: Vec<Input>,
     history: &mut Vec<ResponseItem>,
     served: &mut usize,
     mails: &mut Vec<(usize, arbor_protocol::Mail)>,
 ) -> Result<Option<TurnOutcome>, HandlerError> {
     let tools = Arc::new(tool_specs(&turn.meta.tools));
     let mut responses = 0;
+    let mut handed = Some(handed).filter(|inputs| !inputs.is_empty());
     loop {
-        let fresh = turn.fresh_one().await?;
-        let drained = turn
-            .session_client()
-            .drain(Json(DrainRequest {
-                path: turn.meta.path.clone(),
-                turn_start: responses == 0,
-                thread_id: Some(turn.meta.thread_id.clone()),
-                events: turn.take_events(),
-                fresh: Some(fresh),
-            }))
-            .call()
-            .await?
-            .into_inner();
+        let drained = match handed.take() {
+            Some(inputs) => DrainReply {
+                inputs,
+                closed: false,
+                interrupted: false,
+            },
+            None => drain(turn, responses == 0).await?,
+        };
         if drained.closed {
             return Ok(None);
         }
@@ -341,6 +344,24 @@ async fn turn_loop(
         }
         turn.report(results);
     }
+}
+
+/// Takes the inbox from the session (the turn's pending events ride along).
+async fn drain(turn: &Turn<'_>, turn_start: bool) -> Result<DrainReply, HandlerError> {
+    let fresh = turn.fresh_one().await?;
+    let drained = turn
+        .session_client()
+        .drain(Json(DrainRequest {
+            path: turn.meta.path.clone(),
+            turn_start,
+            thread_id: Some(turn.meta.thread_id.clone()),
+            events: turn.take_events(),
+            fresh: Some(fresh),
+        }))
+        .call()
+        .await?
+        .into_inner();
+    Ok(drained)
 }
 
 /// One model request as a journaled step. The scripted model's cursor is set from the durable

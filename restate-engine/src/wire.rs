@@ -123,6 +123,10 @@ pub struct AgentMeta {
 pub struct WakeRequest {
     pub meta: AgentMeta,
     pub config: SessionConfig,
+    /// The inputs handed over with the wake (the mail that woke an agent whose inbox held
+    /// nothing else): the turn's first request takes them without a call to the session.
+    #[serde(default)]
+    pub inputs: Vec<Input>,
 }
 
 /// One input a turn takes from its inbox.

@@ -154,7 +154,7 @@ pub(super) async fn fresh(ctx: &ObjectContext<'_>) -> Result<Fresh, HandlerError
 }
 
 /// What `Agent/wake` carries for `path`.
-fn wake_request(tree: &Tree, path: &AgentPath) -> Option<WakeRequest> {
+fn wake_request(tree: &Tree, path: &AgentPath, inputs: Vec<Input>) -> Option<WakeRequest> {
     let entry = tree.agents.get(path)?;
     let roles = arbor_roles::RoleSet::builtin();
     let instructions = roles
@@ -173,6 +173,7 @@ fn wake_request(tree: &Tree, path: &AgentPath) -> Option<WakeRequest> {
             sandbox: entry.sandbox,
         },
         config: tree.config.clone(),
+        inputs,
     })
 }
 
@@ -243,6 +244,9 @@ pub(super) fn apply(
 ) {
     let mut touched = Vec::new();
     let mut lines = Vec::new();
+    let effects = tree.hand_over(effects, |path| {
+        inboxes.get(path).is_some_and(|(head, tail)| head < tail)
+    });
     for effect in effects {
         match effect {
             Effect::Deliver(path, input) => {
@@ -254,7 +258,14 @@ pub(super) fn apply(
                 }
             }
             Effect::Wake(path) => {
-                if let Some(request) = wake_request(tree, &path) {
+                if let Some(request) = wake_request(tree, &path, Vec::new()) {
+                    ctx.object_client::<AgentClient>(agent_key(&tree.session, &path))
+                        .wake(Json(request))
+                        .send();
+                }
+            }
+            Effect::HandOver(path, inputs) => {
+                if let Some(request) = wake_request(tree, &path, inputs) {
                     ctx.object_client::<AgentClient>(agent_key(&tree.session, &path))
                         .wake(Json(request))
                         .send();

@@ -181,27 +181,13 @@ impl Tree {
     /// A turn took its inbox: the mail is no longer unread; the first take starts the turn.
     pub fn drained(&mut self, path: &AgentPath, inputs: &[Input], turn_start: bool) -> Vec<Effect> {
         let mut effects = Vec::new();
-        let Some(entry) = self.agents.get_mut(path) else {
+        if self.agents.get(path).is_none() {
             return effects;
-        };
-        if turn_start && entry.status != AgentStatus::Closed {
-            entry.status = AgentStatus::Running;
-            entry.turns += 1;
-            effects.push(Effect::Event(Event::TurnStarted { path: path.clone() }));
         }
-        for input in inputs {
-            if let Input::Mail { mail } = input {
-                entry.unread.count(mail, false);
-                #[cfg(test)]
-                if let Some(mails) = self.mails.get_mut(path) {
-                    mails.retain(|held| held.id != mail.id);
-                }
-                effects.push(Effect::Event(Event::MailDelivered {
-                    id: mail.id,
-                    recipient: path.clone(),
-                }));
-            }
+        if turn_start {
+            self.turn_started(path, &mut effects);
         }
+        self.taken(path, inputs, &mut effects);
         self.settle(&mut effects);
         effects
     }
