@@ -33,4 +33,4 @@ pub use probe::{ProbeAnswer, probe_models};
 pub use recorded::{DecodedStream, decode_stream};
 pub use retry::RetryPolicy;
 pub use router::{Catalog, Fallbacks, ModelRef, Router};
-pub use scripted::{ScriptedModel, ToolCatalog};
+pub use scripted::{NO_PART, ScriptParts, ScriptedModel, ToolCatalog, part_for};

@@ -7,6 +7,7 @@
 //! the `ScriptedModel` value.
 
 mod calls;
+mod parts;
 mod script;
 mod tally;
 mod template;
@@ -22,6 +23,7 @@ use crate::{
     BoxFuture, ModelClient, ModelError, ModelEvent, ModelEvents, ModelRequest, ModelResponse,
 };
 pub use calls::ToolCatalog;
+pub use parts::{NO_PART, ScriptParts, part_for};
 use script::{Item, Script};
 use template::Context;
 

@@ -21,8 +21,8 @@ use crate::wire::{
     TurnEnded, WaitNow, WaitRequest,
 };
 use apply::{
-    Inboxes, apply, entry_key, fresh, inbox, inbox_key, input_key, load, load_all, load_misses,
-    operate, operate_given, read, read_inboxes, unknown,
+    Reads, apply, entry_key, fresh, inbox, inbox_key, input_key, load, load_all, load_misses,
+    operate, operate_given, part_key, read, reads, unknown, wanted,
 };
 
 const TREE: &str = "tree";
@@ -56,11 +56,26 @@ impl Session {
             )
             .into());
         }
-        let request = request.into_inner();
+        let mut request = request.into_inner();
+        // The script is kept entry by entry: an agent's wake carries only the part it reads.
+        let parts = match request.config.script.take() {
+            Some(text) => arbor_model::ScriptParts::split(&text)
+                .map_err(|error| TerminalError::new_with_code(400, error.to_string()))?,
+            None => arbor_model::ScriptParts {
+                matches: Vec::new(),
+                parts: Vec::new(),
+            },
+        };
         let fresh = fresh(&ctx).await?;
         let (mut tree, effects) = Tree::start(ctx.key(), request.prompt, request.config, &fresh);
-        let inboxes = read_inboxes(&ctx, &effects).await?;
-        apply(&ctx, &mut tree, effects, inboxes, fresh.now_ms);
+        // The inboxes read before the parts are named: the parts are at hand, not to be read.
+        let mut reads = reads(&ctx, wanted(&tree, &effects)).await?;
+        tree.script = parts.matches;
+        for (n, part) in parts.parts.into_iter().enumerate() {
+            ctx.set(&part_key(n), part.clone());
+            reads.parts.insert(n, part);
+        }
+        apply(&ctx, &mut tree, effects, reads, fresh.now_ms);
         Ok(())
     }
 
@@ -146,7 +161,7 @@ impl Session {
             if closed {
                 if !request.events.is_empty() {
                     let events = request.events.into_iter().map(Effect::Event).collect();
-                    apply(&ctx, &mut tree, events, Inboxes::new(), fresh.now_ms);
+                    apply(&ctx, &mut tree, events, Reads::default(), fresh.now_ms);
                 }
                 return Ok(Json(DrainReply {
                     inputs: Vec::new(),
@@ -185,8 +200,8 @@ impl Session {
             }
             ctx.set(&inbox_key(&request.path), Json((tail, tail)));
         }
-        let inboxes = read_inboxes(&ctx, &effects).await?;
-        apply(&ctx, &mut tree, effects, inboxes, fresh.now_ms);
+        let reads = reads(&ctx, wanted(&tree, &effects)).await?;
+        apply(&ctx, &mut tree, effects, reads, fresh.now_ms);
         Ok(Json(DrainReply {
             inputs,
             closed: false,

@@ -141,6 +141,11 @@ pub struct Tree {
     /// Each under its own key, loaded as operations read them.
     #[serde(skip)]
     pub agents: Agents,
+    /// The `match` of each entry of the session's script (none without a script). Each entry
+    /// is a key of its own, read only to wake an agent that reads it, so neither the tree nor a
+    /// wake carries the whole script (`config.script` is `None` once the session has started).
+    #[serde(default)]
+    pub script: Vec<String>,
     /// How many agents owe a turn: the tree is quiescent at none.
     #[serde(default)]
     pub busy: usize,
@@ -255,6 +260,7 @@ impl Tree {
             session: session.to_string(),
             config,
             agents: Agents::complete([entry]),
+            script: Vec::new(),
             busy: 1,
             waits: BTreeMap::new(),
             nicknames: Vec::new(),

@@ -13,7 +13,8 @@ use crate::approval::{ApprovalKey, Grant};
 /// Settings fixed when a session starts, carried with every wake.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionConfig {
-    /// The scripted model's script (its JSON text); `None` is a session whose agents ask the
+    /// The scripted model's script (its JSON text; in a wake, the agent's part of it, see
+    /// `Tree::script`); `None` is a session whose agents ask the
     /// worker's HTTP model (see `model`), or whose turns end as errored when it has none.
     pub script: Option<String>,
     /// The model name a session without a script asks the worker's HTTP model for.

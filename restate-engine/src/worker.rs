@@ -24,8 +24,9 @@ use crate::session::Session;
 /// What the handlers of one worker process share.
 #[derive(Default)]
 pub struct Worker {
-    /// The scripted model of each session, built from its script on first use.
-    models: Mutex<HashMap<String, Arc<ScriptedModel>>>,
+    /// The scripted model of each session and part of its script (an agent's wake carries
+    /// the part it reads), built on first use.
+    models: Mutex<HashMap<(String, String), Arc<ScriptedModel>>>,
     /// The HTTP model this process was started with (`--provider`), which sessions without a
     /// script ask. Its keys are in this process's environment only.
     http: Option<Arc<dyn ModelClient>>,
@@ -79,17 +80,18 @@ impl Worker {
         self.http.clone()
     }
 
-    /// The session's scripted model (one per session and process; its cursors are set from
-    /// the agent's durable count before each request).
+    /// The scripted model of a session's part of its script (one per session, part and
+    /// process; its cursors are set from the agent's durable count before each request).
     pub fn model(&self, session: &str, script: &str) -> Result<Arc<ScriptedModel>, String> {
         let mut models = self.models.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(model) = models.get(session) {
+        let key = (session.to_string(), script.to_string());
+        if let Some(model) = models.get(&key) {
             return Ok(model.clone());
         }
-        let model = ScriptedModel::from_json(script).map_err(|error| error.to_string())?;
+        let model = ScriptedModel::from_part(script).map_err(|error| error.to_string())?;
         model.set_recording(false);
         let model = Arc::new(model);
-        models.insert(session.to_string(), model.clone());
+        models.insert(key, model.clone());
         Ok(model)
     }
 

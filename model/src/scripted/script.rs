@@ -133,7 +133,7 @@ impl Entry {
 }
 
 impl Matcher {
-    fn from_value(value: &Value, at: &str) -> Checked<Self> {
+    pub(crate) fn from_value(value: &Value, at: &str) -> Checked<Self> {
         let Some(text) = value.as_str() else {
             return invalid(at, "expected a string");
         };
@@ -166,11 +166,16 @@ impl Matcher {
 
     /// Whether this matcher fits `agent`.
     pub(crate) fn fits(&self, agent: &AgentIdentity) -> bool {
+        self.fits_agent(&agent.path, &agent.role)
+    }
+
+    /// Whether this matcher fits the agent at `path` with `role`.
+    pub(crate) fn fits_agent(&self, path: &AgentPath, role: &str) -> bool {
         match self {
-            Self::Exact(path) => *path == agent.path,
-            Self::Role(role) => *role == agent.role,
+            Self::Exact(exact) => exact == path,
+            Self::Role(wanted) => wanted == role,
             Self::Glob(patterns) => {
-                let segments: Vec<&str> = agent.path.as_str().split('/').collect();
+                let segments: Vec<&str> = path.as_str().split('/').collect();
                 segments.len() == patterns.len()
                     && patterns
                         .iter()

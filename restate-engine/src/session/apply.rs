@@ -153,9 +153,34 @@ pub(super) async fn fresh(ctx: &ObjectContext<'_>) -> Result<Fresh, HandlerError
     Ok(fresh.into_inner())
 }
 
-/// What `Agent/wake` carries for `path`.
-fn wake_request(tree: &Tree, path: &AgentPath, inputs: Vec<Input>) -> Option<WakeRequest> {
+/// The state key of the `n`-th entry of the session's script (a script of that entry alone).
+pub(super) fn part_key(n: usize) -> String {
+    format!("script#{n}")
+}
+
+/// Which entry of the session's script the agent at `path` reads, when it is loaded.
+fn part_of(tree: &Tree, path: &AgentPath) -> Option<usize> {
     let entry = tree.agents.get(path)?;
+    arbor_model::part_for(&tree.script, path, &entry.role)
+}
+
+/// What `Agent/wake` carries for `path`: the session's settings, with the agent's part of
+/// the script (not the whole script) when the session has one.
+fn wake_request(
+    tree: &Tree,
+    path: &AgentPath,
+    inputs: Vec<Input>,
+    parts: &Parts,
+) -> Option<WakeRequest> {
+    let entry = tree.agents.get(path)?;
+    let mut config = tree.config.clone();
+    if !tree.script.is_empty() {
+        let part = part_of(tree, path).and_then(|n| parts.get(&n));
+        config.script = Some(
+            part.map_or(arbor_model::NO_PART, String::as_str)
+                .to_string(),
+        );
+    }
     let roles = arbor_roles::RoleSet::builtin();
     let instructions = roles
         .get(&entry.role)
@@ -172,13 +197,23 @@ fn wake_request(tree: &Tree, path: &AgentPath, inputs: Vec<Input>) -> Option<Wak
             tools: entry.tools.clone(),
             sandbox: entry.sandbox,
         },
-        config: tree.config.clone(),
+        config,
         inputs,
     })
 }
 
 /// The counters of the inboxes `effects` append to, read before they are carried out.
 pub(super) type Inboxes = HashMap<AgentPath, (u64, u64)>;
+
+/// The parts of the script the agents that `effects` wake read, by entry.
+pub(super) type Parts = HashMap<usize, String>;
+
+/// What carrying out an operation's effects needs read first.
+#[derive(Debug, Default)]
+pub(super) struct Reads {
+    pub inboxes: Inboxes,
+    pub parts: Parts,
+}
 
 /// An agent's inbox counters: (first untaken, next free).
 pub(super) async fn inbox_counters(
@@ -208,28 +243,50 @@ pub(super) async fn inbox(
     Ok((inputs, (head, tail)))
 }
 
-/// Reads the counters of the inboxes the effects will append to (each input is a key of
-/// its own, so a delivery writes one input, never the inbox).
-pub(super) async fn read_inboxes(
-    ctx: &ObjectContext<'_>,
-    effects: &[Effect],
-) -> Result<Inboxes, HandlerError> {
-    let mut paths: Vec<&AgentPath> = Vec::new();
+/// What carrying out an operation's effects needs read first: the inboxes they append to,
+/// the script parts of the agents they wake.
+#[derive(Debug, Default)]
+pub(super) struct Wanted {
+    paths: Vec<AgentPath>,
+    parts: BTreeSet<usize>,
+}
+
+/// What carrying out `effects` on `tree` needs read.
+pub(super) fn wanted(tree: &Tree, effects: &[Effect]) -> Wanted {
+    let mut wanted = Wanted::default();
     for effect in effects {
-        if let Effect::Deliver(path, _) = effect
-            && !paths.contains(&path)
-        {
-            paths.push(path);
+        match effect {
+            Effect::Deliver(path, _) if !wanted.paths.contains(path) => {
+                wanted.paths.push(path.clone());
+            }
+            Effect::Wake(path) => wanted.parts.extend(part_of(tree, path)),
+            _ => {}
         }
     }
-    let keys: Vec<String> = paths.iter().map(|path| inbox_key(path)).collect();
+    wanted
+}
+
+/// Reads what is [`wanted`]: the counters of the inboxes (each input is a key of its own, so
+/// a delivery writes one input, never the inbox) and the script parts, every read sent before
+/// the first answer is awaited.
+pub(super) async fn reads(ctx: &ObjectContext<'_>, wanted: Wanted) -> Result<Reads, HandlerError> {
+    let Wanted { paths, parts } = wanted;
+    let keys: Vec<String> = paths.iter().map(inbox_key).collect();
+    let part_keys: Vec<String> = parts.iter().map(|n| part_key(*n)).collect();
     let gets: Vec<_> = keys
         .iter()
         .map(|key| ctx.get::<Json<(u64, u64)>>(key))
         .collect();
-    let mut read = Inboxes::new();
+    let part_gets: Vec<_> = part_keys.iter().map(|key| ctx.get::<String>(key)).collect();
+    let mut read = Reads::default();
     for (path, get) in paths.into_iter().zip(gets) {
-        read.insert(path.clone(), get.await?.map_or((0, 0), Json::into_inner));
+        let counters = get.await?.map_or((0, 0), Json::into_inner);
+        read.inboxes.insert(path, counters);
+    }
+    for (n, get) in parts.into_iter().zip(part_gets) {
+        if let Some(part) = get.await? {
+            read.parts.insert(n, part);
+        }
     }
     Ok(read)
 }
@@ -239,9 +296,10 @@ pub(super) fn apply(
     ctx: &ObjectContext<'_>,
     tree: &mut Tree,
     effects: Vec<Effect>,
-    mut inboxes: Inboxes,
+    reads: Reads,
     now_ms: i64,
 ) {
+    let Reads { mut inboxes, parts } = reads;
     let mut touched = Vec::new();
     let mut lines = Vec::new();
     let effects = tree.hand_over(effects, |path| {
@@ -258,14 +316,14 @@ pub(super) fn apply(
                 }
             }
             Effect::Wake(path) => {
-                if let Some(request) = wake_request(tree, &path, Vec::new()) {
+                if let Some(request) = wake_request(tree, &path, Vec::new(), &parts) {
                     ctx.object_client::<AgentClient>(agent_key(&tree.session, &path))
                         .wake(Json(request))
                         .send();
                 }
             }
             Effect::HandOver(path, inputs) => {
-                if let Some(request) = wake_request(tree, &path, inputs) {
+                if let Some(request) = wake_request(tree, &path, inputs, &parts) {
                     ctx.object_client::<AgentClient>(agent_key(&tree.session, &path))
                         .wake(Json(request))
                         .send();
@@ -380,7 +438,7 @@ pub(super) async fn operate_given<R>(
         .map(Effect::Event)
         .chain(effects)
         .collect();
-    let inboxes = read_inboxes(ctx, &effects).await?;
-    apply(ctx, &mut tree, effects, inboxes, fresh.now_ms);
+    let reads = reads(ctx, wanted(&tree, &effects)).await?;
+    apply(ctx, &mut tree, effects, reads, fresh.now_ms);
     Ok(reply)
 }
