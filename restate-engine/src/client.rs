@@ -133,16 +133,18 @@ impl Ingress {
     }
 
     /// The session's events from number `from` on: its summary, then the lines numbered
-    /// before it from their `Events` chunks (a page stops at a line still travelling).
+    /// before its tail from their `Events` chunks (a page stops at a line still travelling),
+    /// then the tail's (the summary holds the lines not sent to a chunk yet).
     pub async fn events(&self, session: &str, from: u64) -> Result<EventsPage, RestateError> {
         let summary: Summary =
             post::<(), _>(&self.http, &self.url("Session", session, "summary"), None).await?;
+        let tail_from = summary.events - summary.tail.len() as u64;
         let mut events = Vec::new();
         let mut next = from;
-        while next < summary.events && events.len() < PAGE {
+        while next < tail_from && events.len() < PAGE {
             let request = EventsRequest {
                 from: next,
-                limit: (summary.events - next).min((PAGE - events.len()) as u64),
+                limit: (tail_from - next).min((PAGE - events.len()) as u64),
             };
             let key = crate::events::chunk_key(session, next);
             let lines: Vec<EventLine> = post(
@@ -155,6 +157,17 @@ impl Ingress {
                 break;
             }
             for mut line in lines {
+                line.lsn = next;
+                next += 1;
+                events.push(line);
+            }
+        }
+        if next >= tail_from {
+            let skip = usize::try_from(next - tail_from).unwrap_or(usize::MAX);
+            for mut line in summary.tail.into_iter().skip(skip) {
+                if events.len() >= PAGE {
+                    break;
+                }
                 line.lsn = next;
                 next += 1;
                 events.push(line);

@@ -53,9 +53,15 @@ impl Events {
         let request = request.into_inner();
         let end = (request.from / CHUNK + 1) * CHUNK;
         let end = end.min(request.from.saturating_add(request.limit));
+        // Every read is sent before the first answer is awaited (one round trip).
+        let keys: Vec<String> = (request.from..end).map(line_key).collect();
+        let gets: Vec<_> = keys
+            .iter()
+            .map(|key| ctx.get::<Json<EventLine>>(key))
+            .collect();
         let mut lines = Vec::new();
-        for lsn in request.from..end {
-            match ctx.get::<Json<EventLine>>(&line_key(lsn)).await? {
+        for get in gets {
+            match get.await? {
                 Some(line) => lines.push(line.into_inner()),
                 None => break,
             }

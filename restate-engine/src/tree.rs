@@ -134,7 +134,7 @@ pub struct Wait {
 }
 
 /// The whole session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tree {
     pub session: String,
     pub config: SessionConfig,
@@ -160,6 +160,14 @@ pub struct Tree {
     pub final_message: Option<String>,
     /// How many events the session has recorded.
     pub events: u64,
+    /// The last lines numbered, not yet sent to their `Events` chunk (they go in batches,
+    /// not one send per operation): lines `events - tail.len()` on. The follower reads them
+    /// with the summary.
+    #[serde(default)]
+    pub tail: Vec<arbor_protocol::EventLine>,
+    /// The serialized size of `tail`.
+    #[serde(default)]
+    pub tail_bytes: usize,
     /// A run of the root (`exec`, `resume PROMPT`) is in progress: results wake the root once.
     /// Under `arbor followup` on a finished tree they wait for the next run.
     #[serde(default = "yes")]
@@ -267,6 +275,8 @@ impl Tree {
             completed: false,
             final_message: None,
             events: 0,
+            tail: Vec::new(),
+            tail_bytes: 0,
             root_driven: true,
             approvals: Vec::new(),
             reviews: VecDeque::new(),

@@ -272,10 +272,13 @@ pub struct EventsRequest {
 }
 
 /// `Session/summary`: how far the session is, without its tree or its events.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// How many events the session has numbered (they reach their `Events` chunks one-way).
     pub events: u64,
+    /// The last of them, not sent to their chunk yet: lines `events - tail.len()` on.
+    #[serde(default)]
+    pub tail: Vec<EventLine>,
     /// The tree was quiescent after the root's last turn.
     pub completed: bool,
     pub final_message: Option<String>,

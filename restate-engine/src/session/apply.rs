@@ -348,7 +348,7 @@ pub(super) fn apply(
             Effect::Event(event) => lines.push(line(tree, event, now_ms)),
         }
     }
-    send_lines(ctx, &tree.session, lines);
+    keep_lines(ctx, tree, lines);
     for path in touched {
         if let Some(counters) = inboxes.remove(&path) {
             ctx.set(&inbox_key(&path), Json(counters));
@@ -375,6 +375,29 @@ fn line(tree: &mut Tree, event: Event, now_ms: i64) -> EventLine {
     };
     tree.events += 1;
     line
+}
+
+/// A batch of lines sent to their chunks once it holds this many lines,
+const TAIL_LINES: usize = 32;
+/// or this many bytes.
+const TAIL_BYTES: usize = 16 * 1024;
+
+/// Keeps `lines` (numbered in order) in the tree's tail, and sends the tail to its chunks once
+/// it is long enough: one send every few operations instead of one each.
+fn keep_lines(ctx: &ObjectContext<'_>, tree: &mut Tree, lines: Vec<EventLine>) {
+    for line in lines {
+        tree.tail_bytes += serde_json::to_vec(&line).map_or(0, |bytes| bytes.len());
+        tree.tail.push(line);
+    }
+    if tree.tail.len() >= TAIL_LINES || tree.tail_bytes >= TAIL_BYTES {
+        let first = tree.events - tree.tail.len() as u64;
+        let mut lines = std::mem::take(&mut tree.tail);
+        for (n, line) in lines.iter_mut().enumerate() {
+            line.lsn = first + n as u64;
+        }
+        tree.tail_bytes = 0;
+        send_lines(ctx, &tree.session, lines);
+    }
 }
 
 /// Sends `lines` (numbered in order) to their chunks, one one-way call per chunk.

@@ -11,6 +11,7 @@ impl Tree {
     pub fn summary(&self) -> crate::wire::Summary {
         crate::wire::Summary {
             events: self.events,
+            tail: self.tail.clone(),
             completed: self.completed,
             final_message: self.final_message.clone(),
             root_status: self
