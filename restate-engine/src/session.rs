@@ -3,10 +3,12 @@
 //! one operation and carries out its effects; agents reach it by request-response calls that it
 //! answers without ever calling an agent back (it only sends), so no cycle of calls can block.
 //!
-//! State keys: `tree` (the `Tree`, the approval requests included), `inbox<path>` (an agent's
-//! untaken inputs, in arrival order), `event/<n>` (the n-th event line). The session sets
-//! itself timers (the approval wait, the guardian's review deadline) as delayed calls of its
-//! `timer` handler.
+//! State keys: `tree` (the `Tree`'s small part: the waits, the approval requests, the event
+//! count and the tail of lines not sent to their `Events` chunk yet), `agent<path>` (an agent's
+//! `Entry`, with its inbox counters), `children<path>`, `thread<id>` (the path of a thread id),
+//! `nicknames`, `inbox<path>#<n>` (an untaken input), `script#<n>` (the n-th entry of the
+//! session's script). The session sets itself timers (the approval wait, the guardian's review
+//! deadline) as delayed calls of its `timer` handler.
 
 mod apply;
 
@@ -21,8 +23,8 @@ use crate::wire::{
     TurnEnded, WaitNow, WaitRequest,
 };
 use apply::{
-    Reads, apply, entry_key, fresh, inbox, inbox_key, input_key, load, load_all, load_misses,
-    operate, operate_given, part_key, read, reads, unknown, wanted,
+    Reads, apply, entry_key, fresh, inbox, input_key, load, load_all, load_misses, operate,
+    operate_given, operate_loaded, part_key, read, reads, unknown, wanted,
 };
 
 const TREE: &str = "tree";
@@ -143,7 +145,8 @@ impl Session {
             None => fresh(&ctx).await?,
         };
         base.now = Timestamp::from_millis(fresh.now_ms);
-        let mut taken: Option<(Vec<Input>, (u64, u64))> = None;
+        // The inputs taken, and the end of the inbox they were taken up to.
+        let mut taken: Option<(Vec<Input>, u64)> = None;
         let (mut tree, effects, inputs, interrupted) = loop {
             let mut tree = base.clone();
             let closed = tree.agents.get(&request.path).is_none_or(|entry| {
@@ -174,7 +177,12 @@ impl Session {
                 Vec::new()
             } else {
                 if taken.is_none() {
-                    taken = Some(inbox(&ctx, &request.path).await?);
+                    let counters = tree
+                        .agents
+                        .get(&request.path)
+                        .map_or((0, 0), |entry| entry.inbox);
+                    let inputs = inbox(&ctx, &request.path, counters).await?;
+                    taken = Some((inputs, counters.1));
                 }
                 taken
                     .as_ref()
@@ -194,11 +202,14 @@ impl Session {
             }
             load_misses(&ctx, &mut base, misses).await?;
         };
-        if !interrupted && let Some((_, (head, tail))) = taken {
-            for n in head..tail {
+        if !interrupted
+            && let Some((_, tail)) = taken
+            && let Some(entry) = tree.agents.get_mut(&request.path)
+        {
+            for n in entry.inbox.0..tail {
                 ctx.clear(&input_key(&request.path, n));
             }
-            ctx.set(&inbox_key(&request.path), Json((tail, tail)));
+            entry.inbox.0 = tail;
         }
         let reads = reads(&ctx, wanted(&tree, &effects)).await?;
         apply(&ctx, &mut tree, effects, reads, fresh.now_ms);
@@ -241,8 +252,13 @@ impl Session {
         request: Json<WaitRequest>,
     ) -> HandlerResult<Json<WaitNow>> {
         let mut request = request.into_inner();
+        let base = load(&ctx, ctx.key(), &[&request.caller]).await?;
         // Whose mail already waits: read from the caller's inbox, once, not kept in the tree.
-        let (inputs, _) = inbox(&ctx, &request.caller).await?;
+        let counters = base
+            .agents
+            .get(&request.caller)
+            .map_or((0, 0), |entry| entry.inbox);
+        let inputs = inbox(&ctx, &request.caller, counters).await?;
         request.unread_from = inputs
             .into_iter()
             .filter_map(|input| match input {
@@ -250,7 +266,8 @@ impl Session {
                 Input::User { .. } => None,
             })
             .collect();
-        let now = operate(&ctx, &[&request.caller], |tree, _| tree.wait(&request)).await?;
+        let now =
+            operate_loaded(&ctx, base, None, Vec::new(), |tree, _| tree.wait(&request)).await?;
         Ok(Json(now))
     }
 
@@ -392,14 +409,15 @@ impl Session {
         let mut tree = load(&ctx, ctx.key(), &[]).await?;
         let target = target.into_inner();
         let found = read(&ctx, &mut tree, |tree| {
-            tree.find_agent(&target).map(|entry| entry.path.clone())
+            tree.find_agent(&target)
+                .map(|entry| (entry.path.clone(), entry.inbox))
         })
         .await?;
-        let path = match found {
-            Ok(path) => path,
+        let (path, counters) = match found {
+            Ok(found) => found,
             Err(error) => return Ok(Json(Err(error))),
         };
-        let (inputs, _) = inbox(&ctx, &path).await?;
+        let inputs = inbox(&ctx, &path, counters).await?;
         let mail: Vec<Mail> = inputs
             .into_iter()
             .filter_map(|input| match input {

@@ -62,6 +62,11 @@ pub struct Entry {
     /// How many of its children (the guardian aside) owe a turn.
     #[serde(default)]
     pub busy_children: u32,
+    /// Where its untaken inputs are stored, each under a key of its own: (the first untaken,
+    /// the next free). Kept here, so delivering to an agent reads nothing the operation has
+    /// not loaded already.
+    #[serde(default)]
+    pub inbox: (u64, u64),
 }
 
 impl Entry {
@@ -263,6 +268,7 @@ impl Tree {
             turns: 0,
             streak: (0, 0),
             busy_children: 0,
+            inbox: (0, 0),
         };
         let mut tree = Self {
             session: session.to_string(),

@@ -35,11 +35,6 @@ fn thread_key(id: &str) -> String {
     format!("thread{id}")
 }
 
-/// The state key of an agent's inbox counters: (first untaken, next free).
-pub(super) fn inbox_key(path: &AgentPath) -> String {
-    format!("inbox{path}")
-}
-
 /// The state key of the `n`-th input of an agent's inbox.
 pub(super) fn input_key(path: &AgentPath, n: u64) -> String {
     format!("inbox{path}#{n}")
@@ -202,36 +197,23 @@ fn wake_request(
     })
 }
 
-/// The counters of the inboxes `effects` append to, read before they are carried out.
-pub(super) type Inboxes = HashMap<AgentPath, (u64, u64)>;
-
 /// The parts of the script the agents that `effects` wake read, by entry.
 pub(super) type Parts = HashMap<usize, String>;
 
-/// What carrying out an operation's effects needs read first.
+/// What carrying out an operation's effects needs read first (the inboxes' counters are in
+/// the agents' entries, loaded already).
 #[derive(Debug, Default)]
 pub(super) struct Reads {
-    pub inboxes: Inboxes,
     pub parts: Parts,
 }
 
-/// An agent's inbox counters: (first untaken, next free).
-pub(super) async fn inbox_counters(
-    ctx: &ObjectContext<'_>,
-    path: &AgentPath,
-) -> Result<(u64, u64), HandlerError> {
-    Ok(ctx
-        .get::<Json<(u64, u64)>>(&inbox_key(path))
-        .await?
-        .map_or((0, 0), Json::into_inner))
-}
-
-/// The untaken inputs of an agent's inbox, in arrival order, with its counters.
+/// The untaken inputs of the agent at `path`, whose inbox counters are `(head, tail)`, in
+/// arrival order: every read sent before the first answer is awaited.
 pub(super) async fn inbox(
     ctx: &ObjectContext<'_>,
     path: &AgentPath,
-) -> Result<(Vec<Input>, (u64, u64)), HandlerError> {
-    let (head, tail) = inbox_counters(ctx, path).await?;
+    (head, tail): (u64, u64),
+) -> Result<Vec<Input>, HandlerError> {
     let keys: Vec<String> = (head..tail).map(|n| input_key(path, n)).collect();
     let gets: Vec<_> = keys.iter().map(|key| ctx.get::<Json<Input>>(key)).collect();
     let mut inputs = Vec::new();
@@ -240,14 +222,13 @@ pub(super) async fn inbox(
             inputs.push(input.into_inner());
         }
     }
-    Ok((inputs, (head, tail)))
+    Ok(inputs)
 }
 
-/// What carrying out an operation's effects needs read first: the inboxes they append to,
-/// the script parts of the agents they wake.
+/// What carrying out an operation's effects needs read first: the script parts of the agents
+/// they wake.
 #[derive(Debug, Default)]
 pub(super) struct Wanted {
-    paths: Vec<AgentPath>,
     parts: BTreeSet<usize>,
 }
 
@@ -255,34 +236,19 @@ pub(super) struct Wanted {
 pub(super) fn wanted(tree: &Tree, effects: &[Effect]) -> Wanted {
     let mut wanted = Wanted::default();
     for effect in effects {
-        match effect {
-            Effect::Deliver(path, _) if !wanted.paths.contains(path) => {
-                wanted.paths.push(path.clone());
-            }
-            Effect::Wake(path) => wanted.parts.extend(part_of(tree, path)),
-            _ => {}
+        if let Effect::Wake(path) = effect {
+            wanted.parts.extend(part_of(tree, path));
         }
     }
     wanted
 }
 
-/// Reads what is [`wanted`]: the counters of the inboxes (each input is a key of its own, so
-/// a delivery writes one input, never the inbox) and the script parts, every read sent before
-/// the first answer is awaited.
+/// Reads what is [`wanted`], every read sent before the first answer is awaited.
 pub(super) async fn reads(ctx: &ObjectContext<'_>, wanted: Wanted) -> Result<Reads, HandlerError> {
-    let Wanted { paths, parts } = wanted;
-    let keys: Vec<String> = paths.iter().map(inbox_key).collect();
+    let Wanted { parts } = wanted;
     let part_keys: Vec<String> = parts.iter().map(|n| part_key(*n)).collect();
-    let gets: Vec<_> = keys
-        .iter()
-        .map(|key| ctx.get::<Json<(u64, u64)>>(key))
-        .collect();
     let part_gets: Vec<_> = part_keys.iter().map(|key| ctx.get::<String>(key)).collect();
     let mut read = Reads::default();
-    for (path, get) in paths.into_iter().zip(gets) {
-        let counters = get.await?.map_or((0, 0), Json::into_inner);
-        read.inboxes.insert(path, counters);
-    }
     for (n, get) in parts.into_iter().zip(part_gets) {
         if let Some(part) = get.await? {
             read.parts.insert(n, part);
@@ -299,20 +265,29 @@ pub(super) fn apply(
     reads: Reads,
     now_ms: i64,
 ) {
-    let Reads { mut inboxes, parts } = reads;
-    let mut touched = Vec::new();
+    let Reads { parts } = reads;
     let mut lines = Vec::new();
-    let effects = tree.hand_over(effects, |path| {
-        inboxes.get(path).is_some_and(|(head, tail)| head < tail)
-    });
+    // Whose inbox held inputs before this operation (a wake hands over to the others).
+    let stored: BTreeSet<AgentPath> = effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::Wake(path) => Some(path),
+            _ => None,
+        })
+        .filter(|path| {
+            tree.agents
+                .get(path)
+                .is_some_and(|entry| entry.inbox.0 < entry.inbox.1)
+        })
+        .cloned()
+        .collect();
+    let effects = tree.hand_over(effects, |path| stored.contains(path));
     for effect in effects {
         match effect {
             Effect::Deliver(path, input) => {
-                let counters = inboxes.entry(path.clone()).or_default();
-                ctx.set(&input_key(&path, counters.1), Json(input));
-                counters.1 += 1;
-                if !touched.contains(&path) {
-                    touched.push(path);
+                if let Some(entry) = tree.agents.get_mut(&path) {
+                    ctx.set(&input_key(&path, entry.inbox.1), Json(input));
+                    entry.inbox.1 += 1;
                 }
             }
             Effect::Wake(path) => {
@@ -349,11 +324,6 @@ pub(super) fn apply(
         }
     }
     keep_lines(ctx, tree, lines);
-    for path in touched {
-        if let Some(counters) = inboxes.remove(&path) {
-            ctx.set(&inbox_key(&path), Json(counters));
-        }
-    }
     for entry in tree.agents.changed() {
         ctx.set(&entry_key(&entry.path), Json(entry.clone()));
     }
@@ -439,9 +409,20 @@ pub(super) async fn operate_given<R>(
     given: Option<Fresh>,
     events: Vec<Event>,
     hints: &[&AgentPath],
+    op: impl FnMut(&mut Tree, &Fresh) -> (R, Vec<Effect>),
+) -> Result<R, HandlerError> {
+    let base = load(ctx, ctx.key(), hints).await?;
+    operate_loaded(ctx, base, given, events, op).await
+}
+
+/// [`operate_given`] on a tree loaded already.
+pub(super) async fn operate_loaded<R>(
+    ctx: &ObjectContext<'_>,
+    mut base: Tree,
+    given: Option<Fresh>,
+    events: Vec<Event>,
     mut op: impl FnMut(&mut Tree, &Fresh) -> (R, Vec<Effect>),
 ) -> Result<R, HandlerError> {
-    let mut base = load(ctx, ctx.key(), hints).await?;
     let fresh = match given {
         Some(fresh) => fresh,
         None => fresh(ctx).await?,

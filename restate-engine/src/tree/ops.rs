@@ -82,6 +82,7 @@ impl Tree {
             turns: 0,
             streak: (0, 0),
             busy_children: 0,
+            inbox: (0, 0),
         };
         // A path a closed agent left is taken again: the old agent was counted idle.
         self.agents.insert(entry);

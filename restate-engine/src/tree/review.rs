@@ -53,6 +53,7 @@ impl Tree {
             turns: 0,
             streak: (0, 0),
             busy_children: 0,
+            inbox: (0, 0),
         };
         self.agents.insert(entry);
         effects.push(Effect::Event(Event::AgentSpawned {
